@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Makes Redis and MariaDB reachable for development, tests and the demo.
+#   scripts/services.sh up      use what already listens; otherwise install (Debian) and start
+#   scripts/services.sh down    stop only what this script started
+#   scripts/services.sh status  say what answers
+# Idempotent: safe to run any number of times. Needs root only when it has to install or start.
+set -euo pipefail
+
+REDIS_HOST=127.0.0.1 REDIS_PORT=6379
+DB_HOST=127.0.0.1 DB_PORT=3306
+STATE_DIR="$(cd "$(dirname "$0")/.." && pwd)/.services"
+
+log() { printf 'services: %s\n' "$*" >&2; }
+
+redis_up() {
+  # RESP PING over bash's /dev/tcp: works before redis-cli is installed.
+  local reply
+  exec 3<>"/dev/tcp/$REDIS_HOST/$REDIS_PORT" 2>/dev/null || return 1
+  printf 'PING\r\n' >&3
+  read -r -t 2 reply <&3 || true
+  exec 3>&- 3<&-
+  [[ "$reply" == +PONG* ]]
+}
+
+mariadb_up() {
+  command -v mariadb >/dev/null 2>&1 || { (exec 3<>"/dev/tcp/$DB_HOST/$DB_PORT") 2>/dev/null; return; }
+  mariadb -uroot -h "$DB_HOST" -P "$DB_PORT" --connect-timeout=2 -e 'select 1' >/dev/null 2>&1
+}
+
+apt_updated=0
+install_packages() {
+  if [[ $(id -u) -ne 0 ]]; then log "need root to install $*"; exit 1; fi
+  if [[ $apt_updated -eq 0 ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt_updated=1
+  fi
+  log "installing $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() {
+  local what=$1 check=$2
+  for _ in $(seq 1 60); do
+    if $check; then return 0; fi
+    sleep 0.5
+  done
+  log "$what did not come up"
+  return 1
+}
+
+start_redis() {
+  command -v redis-server >/dev/null 2>&1 || install_packages redis-server
+  mkdir -p /var/lib/redis /var/log/redis
+  log "starting redis-server on $REDIS_HOST:$REDIS_PORT"
+  redis-server --daemonize yes --bind "$REDIS_HOST" --port "$REDIS_PORT" --save '' --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/seckill.log --pidfile "$STATE_DIR/redis.pid"
+  wait_for redis redis_up
+  touch "$STATE_DIR/redis.started"
+}
+
+start_mariadb() {
+  command -v mariadbd >/dev/null 2>&1 || install_packages mariadb-server mariadb-client
+  mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+  if [[ ! -d /var/lib/mysql/mysql ]]; then
+    log "initialising the MariaDB data directory"
+    mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null
+  fi
+  log "starting mariadbd on $DB_HOST:$DB_PORT"
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql \
+    --bind-address="$DB_HOST" --port="$DB_PORT"
+  local socket_up
+  socket_up() { mariadb -uroot -e 'select 1' >/dev/null 2>&1; }
+  wait_for 'mariadb (socket)' socket_up
+  # Debian's root logs in through the unix socket only; allow an empty password over TCP too
+  # (local development only: the service binds to loopback).
+  mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
+    CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+    GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; FLUSH PRIVILEGES;"
+  wait_for mariadb mariadb_up
+  touch "$STATE_DIR/mariadb.started"
+}
+
+cmd=${1:-up}
+mkdir -p "$STATE_DIR"
+case "$cmd" in
+  up)
+    if redis_up; then log "redis: already answering on $REDIS_HOST:$REDIS_PORT"; else start_redis; fi
+    if mariadb_up; then log "mariadb: already answering on $DB_HOST:$DB_PORT"; else start_mariadb; fi
+    ;;
+  down)
+    if [[ -f "$STATE_DIR/redis.started" ]]; then
+      log "stopping redis"; kill "$(cat "$STATE_DIR/redis.pid")" 2>/dev/null || true
+      rm -f "$STATE_DIR/redis.started"
+    fi
+    if [[ -f "$STATE_DIR/mariadb.started" ]]; then
+      log "stopping mariadb"; start-stop-daemon --stop --oknodo --exec /usr/sbin/mariadbd >/dev/null
+      rm -f "$STATE_DIR/mariadb.started"
+    fi
+    ;;
+  status)
+    redis_up && echo "redis: up ($REDIS_HOST:$REDIS_PORT)" || echo "redis: down"
+    mariadb_up && echo "mariadb: up ($DB_HOST:$DB_PORT)" || echo "mariadb: down"
+    ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac

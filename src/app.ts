@@ -1,0 +1,103 @@
+// buildApp: the Fastify instance with every route registered explicitly and one error handler.
+// It never listens; main.ts (or a test) decides that.
+import Fastify, { type FastifyBaseLogger, type FastifyError } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Guards } from './auth/guards.js';
+import { AppError } from './errors.js';
+import type { App } from './http.js';
+import { type ClaimRouteDeps, registerClaimRoutes } from './seckill/routes.js';
+import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
+import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
+
+export const BODY_LIMIT_BYTES = 16 * 1024;
+
+export interface AppDeps {
+  logger: Logger;
+  guards: Guards;
+  metrics: Registry;
+  /** Resolves when Redis and the database answer; rejects otherwise. */
+  checkReady(): Promise<void>;
+  vouchers: Omit<VoucherRouteDeps, 'guards'>;
+  claims: Omit<ClaimRouteDeps, 'guards'>;
+  orders: Omit<OrderRouteDeps, 'guards'>;
+}
+
+const INFRA_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR']);
+
+/** Redis or the database unreachable: a 503 the client may retry, not a 500. */
+function isInfrastructureError(err: Error & { code?: string }): boolean {
+  return (
+    (err.code !== undefined && INFRA_ERROR_CODES.has(err.code)) ||
+    err.name === 'MaxRetriesPerRequestError' ||
+    /Connection is closed|Stream isn't writeable|connect ETIMEDOUT/.test(err.message)
+  );
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    // Per-request log lines would cost more than the admission itself; errors are still logged.
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT_BYTES,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest('principal', null);
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err instanceof AppError) {
+      if (err.status === 429 || err.status === 503) void reply.header('retry-after', '1');
+      return reply.code(err.status).send(err.toBody());
+    }
+    if (err.validation) {
+      return reply.code(400).send({ code: 'INVALID_REQUEST', message: `${err.validationContext ?? 'request'} ${err.validation[0]?.message ?? 'is invalid'}`.replace(/^body /, 'body: ') });
+    }
+    if (err.statusCode === 413) {
+      return reply.code(413).send({ code: 'PAYLOAD_TOO_LARGE', message: `body exceeds ${BODY_LIMIT_BYTES} bytes` });
+    }
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.code(err.statusCode === 415 ? 415 : 400).send({ code: 'INVALID_REQUEST', message: err.message });
+    }
+    if (isInfrastructureError(err)) {
+      request.log.warn({ err }, 'infrastructure unavailable');
+      return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: 'service temporarily unavailable; retry shortly' });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send({ code: 'INTERNAL', message: 'internal error' });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'seckill engine', version: '0.1.0', description: 'Flash-sale engine API (see API.md)' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    try {
+      await deps.checkReady();
+      return { status: 'ready' };
+    } catch (err) {
+      return reply.code(503).send({ code: 'UNAVAILABLE', message: `not ready: ${(err as Error).message}` });
+    }
+  });
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type(deps.metrics.contentType).send(await deps.metrics.metrics()),
+  );
+
+  registerVoucherRoutes(app, { guards: deps.guards, ...deps.vouchers });
+  registerClaimRoutes(app, { guards: deps.guards, ...deps.claims });
+  registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
+  return app;
+}

@@ -1,0 +1,34 @@
+import { buildApp } from '../app.js';
+import type { Config } from '../config.js';
+import { createContainer } from '../container.js';
+import { createLogger } from '../logger.js';
+
+export interface ServeOptions {
+  migrate: boolean;
+}
+
+/** `seckill serve`: the HTTP API. SIGTERM/SIGINT stop accepting, finish requests, exit 0. */
+export async function serve(config: Config, options: ServeOptions): Promise<void> {
+  const log = createLogger(config.logLevel);
+  const container = await createContainer(config, log, { migrate: options.migrate });
+  const app = await buildApp(container.appDeps);
+  await app.listen({ port: config.port, host: config.host });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    try {
+      await app.close();
+      await container.close();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}

@@ -1,0 +1,116 @@
+// Composition: builds every client and service once, from the configuration. main.ts and the
+// tests both start here, so the wiring exists in one place only.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { sql } from 'kysely';
+import type { AppDeps } from './app.js';
+import { createGuards } from './auth/guards.js';
+import { createTokenService, type TokenService } from './auth/tokens.js';
+import type { Config } from './config.js';
+import { LeasedIdGenerator } from './ids/worker-lease.js';
+import { createDb, type Db, ensureDatabase, migrateToLatest } from './infra/db/database.js';
+import { createRedis } from './infra/redis/client.js';
+import { createKeySpace, type KeySpace } from './infra/redis/keys.js';
+import { createScripts, type Scripts } from './infra/redis/scripts.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { getOrderUseCase } from './orders/get-order.js';
+import { createOrderRepository } from './orders/repository.js';
+import { claimSeckillUseCase } from './seckill/claim.js';
+import { createInflightReader, type InflightReader } from './seckill/inflight.js';
+import { createVoucherUseCase } from './vouchers/create-voucher.js';
+import { createVoucherDirectory } from './vouchers/directory.js';
+import { createVoucherRedisState } from './vouchers/redis-state.js';
+import { createVoucherRepository } from './vouchers/repository.js';
+
+export interface Container {
+  config: Config;
+  log: Logger;
+  redis: Redis;
+  db: Db;
+  keys: KeySpace;
+  scripts: Scripts;
+  tokens: TokenService;
+  inflight: InflightReader;
+  metrics: Metrics;
+  appDeps: AppDeps;
+  close(): Promise<void>;
+}
+
+export interface ContainerOptions {
+  /** Run pending migrations first (serve does by default). */
+  migrate?: boolean;
+}
+
+export async function createContainer(config: Config, log: Logger, options: ContainerOptions = {}): Promise<Container> {
+  if (options.migrate) {
+    await ensureDatabase(config.databaseUrl);
+  }
+  const db = createDb(config.databaseUrl);
+  const redis = createRedis(config.redisUrl, { connectionName: 'seckill' });
+  try {
+    if (options.migrate) {
+      const applied = await migrateToLatest(db);
+      if (applied.length) log.info({ applied }, 'migrations applied');
+    }
+    const keys = createKeySpace(config.redisPrefix, config.shards);
+    const scripts = createScripts(redis, keys);
+    const ids = await LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log });
+    const tokens = createTokenService(config.jwtSecret);
+    const metrics = createMetrics();
+    const vouchers = createVoucherRepository(db);
+    const inflight = createInflightReader(redis, keys);
+    const directory = createVoucherDirectory(vouchers);
+    const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight });
+
+    const appDeps: AppDeps = {
+      logger: log,
+      guards: createGuards(tokens),
+      metrics: metrics.registry,
+      async checkReady() {
+        await redis.ping();
+        await sql`select 1`.execute(db);
+      },
+      vouchers: {
+        directory,
+        redisState,
+        vouchers,
+        createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory }),
+      },
+      claims: {
+        directory,
+        claimSeckill: claimSeckillUseCase({
+          ids,
+          scripts,
+          redisState,
+          onOutcome: (outcome) => metrics.claims.inc({ outcome }),
+        }),
+      },
+      orders: { getOrder: getOrderUseCase({ orders: createOrderRepository(db), inflight }) },
+    };
+
+    let closed = false;
+    return {
+      config,
+      log,
+      redis,
+      db,
+      keys,
+      scripts,
+      tokens,
+      inflight,
+      metrics,
+      appDeps,
+      async close() {
+        if (closed) return;
+        closed = true;
+        await ids.close();
+        await redis.quit().catch(() => redis.disconnect());
+        await db.destroy();
+      },
+    };
+  } catch (err) {
+    redis.disconnect();
+    await db.destroy();
+    throw err;
+  }
+}

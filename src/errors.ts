@@ -1,0 +1,40 @@
+// Error codes of the external contract (API.md) and the one error type routes throw.
+
+export const ErrorCode = {
+  INVALID_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  VOUCHER_NOT_FOUND: 404,
+  ORDER_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  NOT_STARTED: 409,
+  ENDED: 409,
+  SOLD_OUT: 409,
+  LIMIT_EXCEEDED: 409,
+  WRONG_KIND: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  PAYLOAD_TOO_LARGE: 413,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+  NOT_IMPLEMENTED: 501,
+} as const;
+
+export type ErrorCodeName = keyof typeof ErrorCode;
+
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCodeName,
+    message: string,
+    /** Extra fields merged into the error body (e.g. `waitlisted`). */
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.status = ErrorCode[code];
+  }
+
+  toBody(): Record<string, unknown> {
+    return { code: this.code, message: this.message, ...this.extra };
+  }
+}

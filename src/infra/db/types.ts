@@ -1,0 +1,50 @@
+import type { ColumnType, Generated } from 'kysely';
+
+export type VoucherKind = 'seckill' | 'limited' | 'common';
+export const ORDER_STATUSES = ['pending_payment', 'paid', 'cancelled', 'expired', 'failed'] as const;
+export type StoredOrderStatus = (typeof ORDER_STATUSES)[number];
+
+/** 64-bit ids travel as decimal strings (mysql2 bigNumberStrings). */
+type Id = ColumnType<string, string | bigint, string | bigint>;
+
+export interface VouchersTable {
+  id: Id;
+  title: string;
+  kind: VoucherKind;
+  initial_stock: number;
+  /** Units the database has not yet given to an order: the source of truth. */
+  stock: number;
+  begin_at: Date;
+  end_at: Date;
+  per_user_limit: number;
+  payment_timeout_seconds: number;
+  waitlist: ColumnType<boolean, boolean, boolean>;
+  claim_token: ColumnType<boolean, boolean, boolean>;
+  created_at: Generated<Date>;
+}
+
+export interface OrdersTable {
+  id: Id;
+  voucher_id: Id;
+  user_id: Id;
+  quantity: number;
+  status: StoredOrderStatus;
+  created_at: Date;
+  expires_at: Date | null;
+  paid_at: Date | null;
+  updated_at: Generated<Date>;
+  failure_reason: string | null;
+}
+
+/** Units each user holds per voucher in active orders; the per-user limit is checked against it. */
+export interface UserQuantitiesTable {
+  voucher_id: Id;
+  user_id: Id;
+  quantity: number;
+}
+
+export interface Database {
+  vouchers: VouchersTable;
+  orders: OrdersTable;
+  user_quantities: UserQuantitiesTable;
+}

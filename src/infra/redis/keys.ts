@@ -1,0 +1,46 @@
+// Every Redis key name is built here. All keys of one voucher share the hash tag of its shard,
+// so each script touches one slot and Redis Cluster never answers CROSSSLOT.
+
+export interface KeySpace {
+  readonly prefix: string;
+  readonly shards: number;
+  shardOf(voucherId: bigint): number;
+  /** Hash: stock, begin (ms), end (ms), limit, inflight (orders admitted, not yet stored). */
+  voucher(voucherId: bigint): string;
+  /** Hash: userId -> units held (admitted or stored, not released). */
+  buyers(voucherId: bigint): string;
+  /** Hash: `${userId}:${idempotencyKey}` -> `${orderId}:${quantity}`. */
+  idempotency(voucherId: bigint): string;
+  /** Hash per shard: orderId -> in-flight record (see inflight.ts). */
+  inflight(shard: number): string;
+  /** Stream per shard: admitted orders waiting to be stored. */
+  orders(shard: number): string;
+  /** Short lock while a voucher's Redis state is rebuilt from the database. */
+  warmLock(voucherId: bigint): string;
+  /** Lease of one Snowflake worker id. */
+  workerLease(workerId: number): string;
+  /** Highest timestamp ever issued under a worker id (guards restarts with a clock set back). */
+  workerHighWater(workerId: number): string;
+  /** Every key this prefix owns (for tests and `flush`). */
+  pattern(): string;
+}
+
+export function createKeySpace(prefix: string, shards: number): KeySpace {
+  const tag = (s: number) => `${prefix}:{s${s}}`;
+  const shardOf = (voucherId: bigint) => Number(voucherId % BigInt(shards));
+  const v = (voucherId: bigint) => `${tag(shardOf(voucherId))}:v:${voucherId}`;
+  return {
+    prefix,
+    shards,
+    shardOf,
+    voucher: (id) => v(id),
+    buyers: (id) => `${v(id)}:buyers`,
+    idempotency: (id) => `${v(id)}:idem`,
+    inflight: (s) => `${tag(s)}:inflight`,
+    orders: (s) => `${tag(s)}:orders`,
+    warmLock: (id) => `${v(id)}:warming`,
+    workerLease: (w) => `${prefix}:{w${w}}:lease`,
+    workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
+    pattern: () => `${prefix}:*`,
+  };
+}

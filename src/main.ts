@@ -1,0 +1,49 @@
+// Composition root of the `seckill` command: configuration → the chosen command.
+import { Command } from 'commander';
+import { ConfigError, configTable, loadConfig } from './config.js';
+import { migrate } from './cli/migrate.js';
+import { serve } from './cli/serve.js';
+import { token } from './cli/token.js';
+
+function config() {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`seckill: ${err.message}`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+const program = new Command('seckill').description('Flash-sale engine').showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run the HTTP API (applies pending migrations first)')
+  .option('--no-migrate', 'do not apply pending migrations')
+  .action((opts: { migrate: boolean }) => serve(config(), opts));
+
+program.command('migrate').description('create the database if missing and apply pending migrations').action(() => migrate(config()));
+
+program
+  .command('token')
+  .description('print a bearer token signed with JWT_SECRET')
+  .requiredOption('--user <id>', 'user id (positive 64-bit decimal)')
+  .option('--admin', 'grant the admin role')
+  .option('--ttl <seconds>', 'lifetime in seconds (0 = no expiry)', '3600')
+  .action((opts) => token(config(), opts));
+
+program
+  .command('config')
+  .description('print the configuration table (markdown) or the effective configuration')
+  .option('--markdown', 'print the table of every setting')
+  .action((opts: { markdown?: boolean }) => {
+    console.log(opts.markdown ? configTable() : JSON.stringify({ ...config(), jwtSecret: '<redacted>' }, null, 2));
+  });
+
+program.parseAsync().catch((err: Error) => {
+  console.error(`seckill: ${err.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,20 @@
+// Use case: a buyer (or an admin) reads one order. An admitted order that the pipeline has not
+// stored yet is answered from its in-flight record as `processing`. Another user's order is
+// reported as not found, so ids cannot be probed.
+import type { Principal } from '../auth/tokens.js';
+import { AppError } from '../errors.js';
+import type { InflightReader } from '../seckill/inflight.js';
+import { type OrderView, orderFromInflight } from './order.js';
+import type { OrderRepository } from './repository.js';
+
+export function getOrderUseCase({ orders, inflight }: { orders: OrderRepository; inflight: InflightReader }) {
+  return async function getOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
+    // In-flight first: it is removed only after the row is committed, so the order is never in neither.
+    const pending = await inflight.find(orderId);
+    const order = pending ? orderFromInflight(pending) : await orders.findById(orderId);
+    if (!order || (!caller.admin && order.userId !== caller.userId.toString())) {
+      throw new AppError('ORDER_NOT_FOUND', `order ${orderId} not found`);
+    }
+    return order;
+  };
+}

@@ -1,0 +1,40 @@
+import type { Selectable } from 'kysely';
+import type { OrdersTable } from '../infra/db/types.js';
+import type { InflightOrder } from '../seckill/inflight.js';
+
+export type OrderStatus = 'processing' | OrdersTable['status'];
+
+export interface OrderView {
+  id: string;
+  voucherId: string;
+  userId: string;
+  quantity: number;
+  status: OrderStatus;
+  createdAt: string;
+  expiresAt?: string;
+  failureReason?: string;
+}
+
+export function orderFromRow(row: Selectable<OrdersTable>): OrderView {
+  return {
+    id: row.id,
+    voucherId: row.voucher_id,
+    userId: row.user_id,
+    quantity: row.quantity,
+    status: row.status,
+    createdAt: row.created_at.toISOString(),
+    ...(row.expires_at ? { expiresAt: row.expires_at.toISOString() } : {}),
+    ...(row.failure_reason ? { failureReason: row.failure_reason } : {}),
+  };
+}
+
+export function orderFromInflight(o: InflightOrder): OrderView {
+  return {
+    id: o.orderId,
+    voucherId: o.voucherId,
+    userId: o.userId,
+    quantity: o.quantity,
+    status: 'processing',
+    createdAt: o.createdAt.toISOString(),
+  };
+}

@@ -1,0 +1,84 @@
+// Use case: a buyer claims units of a seckill voucher. One Lua script decides atomically and, when
+// it admits, appends the order to the shard's stream; the database sees the order later, in a
+// batch (the order pipeline). Database load is bounded by winners, not by requests.
+import { AppError } from '../errors.js';
+import type { IdGenerator } from '../ids/worker-lease.js';
+import { AdmitCode, type AdmitResult, type Scripts } from '../infra/redis/scripts.js';
+import type { VoucherRedisState } from '../vouchers/redis-state.js';
+import type { Voucher } from '../vouchers/voucher.js';
+
+export interface SeckillClaim {
+  voucher: Voucher;
+  userId: bigint;
+  quantity: number;
+  idempotencyKey?: string;
+}
+
+export interface Admission {
+  orderId: string;
+  quantity: number;
+  /** false when an earlier request with the same Idempotency-Key was answered again. */
+  fresh: boolean;
+}
+
+export interface ClaimSeckillDeps {
+  ids: IdGenerator;
+  scripts: Scripts;
+  redisState: VoucherRedisState;
+  onOutcome?: (outcome: string) => void;
+}
+
+const OUTCOME: Record<AdmitCode, string> = {
+  [AdmitCode.ADMITTED]: 'admitted',
+  [AdmitCode.REPLAYED]: 'replayed',
+  [AdmitCode.MISSING]: 'missing',
+  [AdmitCode.NOT_STARTED]: 'not_started',
+  [AdmitCode.ENDED]: 'ended',
+  [AdmitCode.LIMIT_EXCEEDED]: 'limit_exceeded',
+  [AdmitCode.SOLD_OUT]: 'sold_out',
+  [AdmitCode.KEY_REUSED]: 'key_reused',
+};
+
+/** The one place Lua return codes become API errors. */
+function toAdmission(result: AdmitResult, claim: SeckillClaim): Admission {
+  switch (result.code) {
+    case AdmitCode.ADMITTED:
+      return { orderId: result.orderId, quantity: result.quantity, fresh: true };
+    case AdmitCode.REPLAYED:
+      return { orderId: result.orderId, quantity: result.quantity, fresh: false };
+    case AdmitCode.NOT_STARTED:
+      throw new AppError('NOT_STARTED', `the sale starts at ${claim.voucher.beginAt.toISOString()}`);
+    case AdmitCode.ENDED:
+      throw new AppError('ENDED', `the sale ended at ${claim.voucher.endAt.toISOString()}`);
+    case AdmitCode.LIMIT_EXCEEDED:
+      throw new AppError('LIMIT_EXCEEDED', `at most ${claim.voucher.perUserLimit} unit(s) per user`);
+    case AdmitCode.SOLD_OUT:
+      throw new AppError('SOLD_OUT', 'sold out', { waitlisted: false });
+    case AdmitCode.KEY_REUSED:
+      throw new AppError(
+        'IDEMPOTENCY_KEY_REUSED',
+        `this Idempotency-Key was used for order ${result.orderId} with quantity ${result.quantity}`,
+      );
+    case AdmitCode.MISSING:
+      throw new AppError('UNAVAILABLE', 'voucher state is not available; retry shortly');
+  }
+}
+
+export function claimSeckillUseCase({ ids, scripts, redisState, onOutcome }: ClaimSeckillDeps) {
+  return async function claimSeckill(claim: SeckillClaim): Promise<Admission> {
+    const input = {
+      voucherId: claim.voucher.id,
+      userId: claim.userId,
+      orderId: ids.next(),
+      quantity: claim.quantity,
+      idempotencyKey: claim.idempotencyKey,
+    };
+    let result = await scripts.admit(input);
+    if (result.code === AdmitCode.MISSING) {
+      await redisState.rewarm(claim.voucher);
+      result = await scripts.admit(input);
+    }
+    onOutcome?.(OUTCOME[result.code]);
+    return toAdmission(result, claim);
+  };
+}

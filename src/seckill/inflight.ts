@@ -1,0 +1,52 @@
+// In-flight orders: admitted in Redis, not yet stored in the database. The admit script writes
+// one record per order into its shard's hash; the order pipeline removes it once stored.
+import type { Redis } from 'ioredis';
+import type { KeySpace } from '../infra/redis/keys.js';
+
+export interface InflightOrder {
+  orderId: string;
+  voucherId: string;
+  userId: string;
+  quantity: number;
+  createdAt: Date;
+  streamId: string;
+}
+
+/** Parses the record written by admit-5.lua: "voucherId|userId|quantity|createdMs|streamId". */
+export function parseInflight(orderId: string, record: string): InflightOrder {
+  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
+  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId };
+}
+
+export interface InflightReader {
+  /** Looks the order up on every shard (the id does not say which one). */
+  find(orderId: bigint): Promise<InflightOrder | null>;
+  /** Every in-flight order of one voucher, scanned from its shard. */
+  ofVoucher(voucherId: bigint): Promise<InflightOrder[]>;
+}
+
+export function createInflightReader(redis: Redis, keys: KeySpace): InflightReader {
+  return {
+    async find(orderId) {
+      const id = orderId.toString();
+      const shards = Array.from({ length: keys.shards }, (_, s) => s);
+      // Auto-pipelining sends these together: one round trip per Redis node.
+      const records = await Promise.all(shards.map((s) => redis.hget(keys.inflight(s), id)));
+      const record = records.find((r) => r !== null);
+      return record ? parseInflight(id, record) : null;
+    },
+    async ofVoucher(voucherId) {
+      const want = `${voucherId}|`;
+      const found: InflightOrder[] = [];
+      let cursor = '0';
+      do {
+        const [next, entries] = await redis.hscan(keys.inflight(keys.shardOf(voucherId)), cursor, 'COUNT', 1000);
+        cursor = next;
+        for (let i = 0; i + 1 < entries.length; i += 2) {
+          if (entries[i + 1]!.startsWith(want)) found.push(parseInflight(entries[i]!, entries[i + 1]!));
+        }
+      } while (cursor !== '0');
+      return found;
+    },
+  };
+}

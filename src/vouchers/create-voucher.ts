@@ -1,0 +1,63 @@
+// Use case: an admin creates a voucher; a seckill voucher is warmed into Redis at once so the
+// first claim needs no database read.
+import { AppError } from '../errors.js';
+import type { IdGenerator } from '../ids/worker-lease.js';
+import type { VoucherKind } from '../infra/db/types.js';
+import type { VoucherDirectory } from './directory.js';
+import type { VoucherRedisState } from './redis-state.js';
+import type { VoucherRepository } from './repository.js';
+import type { Voucher } from './voucher.js';
+
+export interface CreateVoucherInput {
+  title: string;
+  kind: VoucherKind;
+  stock: number;
+  beginAt: string;
+  endAt: string;
+  perUserLimit?: number;
+  paymentTimeoutSeconds?: number;
+  waitlist?: boolean;
+  claimToken?: boolean;
+}
+
+export interface CreateVoucherDeps {
+  ids: IdGenerator;
+  vouchers: VoucherRepository;
+  redisState: VoucherRedisState;
+  directory: VoucherDirectory;
+}
+
+function parseTime(field: string, text: string): Date {
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) throw new AppError('INVALID_REQUEST', `${field} must be an ISO-8601 date-time`);
+  return new Date(ms);
+}
+
+export function createVoucherUseCase({ ids, vouchers, redisState, directory }: CreateVoucherDeps) {
+  return async function createVoucher(input: CreateVoucherInput): Promise<Voucher> {
+    const beginAt = parseTime('beginAt', input.beginAt);
+    const endAt = parseTime('endAt', input.endAt);
+    if (endAt <= beginAt) throw new AppError('INVALID_REQUEST', 'endAt must be after beginAt');
+    if (input.waitlist && input.kind !== 'seckill') {
+      throw new AppError('INVALID_REQUEST', 'waitlist is only available for seckill vouchers');
+    }
+    const voucher: Voucher = {
+      id: ids.next(),
+      title: input.title,
+      kind: input.kind,
+      initialStock: input.stock,
+      stock: input.stock,
+      beginAt,
+      endAt,
+      perUserLimit: input.perUserLimit ?? 1,
+      paymentTimeoutSeconds: input.paymentTimeoutSeconds ?? 900,
+      waitlist: input.waitlist ?? false,
+      claimToken: input.claimToken ?? false,
+    };
+    await vouchers.insert(voucher);
+    // If this fails the voucher still exists; its first claim rebuilds the state from the database.
+    if (voucher.kind === 'seckill') await redisState.create(voucher);
+    directory.remember(voucher);
+    return voucher;
+  };
+}

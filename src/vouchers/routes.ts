@@ -1,0 +1,93 @@
+import { Type } from 'typebox';
+import type { Guards } from '../auth/guards.js';
+import { AppError } from '../errors.js';
+import { type App, ErrorBody, IdParams } from '../http.js';
+import type { VoucherDirectory } from './directory.js';
+import type { CreateVoucherInput } from './create-voucher.js';
+import type { VoucherRedisState } from './redis-state.js';
+import type { VoucherRepository } from './repository.js';
+import { type Voucher, voucherJson } from './voucher.js';
+
+const CreateVoucherBody = Type.Object(
+  {
+    title: Type.String({ minLength: 1, maxLength: 200 }),
+    kind: Type.Union([Type.Literal('seckill'), Type.Literal('limited'), Type.Literal('common')]),
+    stock: Type.Integer({ minimum: 1, maximum: 10_000_000 }),
+    beginAt: Type.String({ format: 'date-time' }),
+    endAt: Type.String({ format: 'date-time' }),
+    perUserLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
+    paymentTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+    waitlist: Type.Optional(Type.Boolean()),
+    claimToken: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const VoucherBody = Type.Object({
+  id: Type.String(),
+  title: Type.String(),
+  kind: Type.String(),
+  stock: Type.Integer(),
+  available: Type.Integer(),
+  beginAt: Type.String(),
+  endAt: Type.String(),
+  perUserLimit: Type.Integer(),
+  paymentTimeoutSeconds: Type.Integer(),
+  waitlist: Type.Boolean(),
+  claimToken: Type.Boolean(),
+});
+
+export interface VoucherRouteDeps {
+  guards: Guards;
+  directory: VoucherDirectory;
+  redisState: VoucherRedisState;
+  vouchers: VoucherRepository;
+  createVoucher(input: CreateVoucherInput): Promise<Voucher>;
+}
+
+export function registerVoucherRoutes(app: App, { guards, directory, redisState, vouchers, createVoucher }: VoucherRouteDeps) {
+  /** Live units left: Redis for seckill vouchers (rebuilt if missing), the database otherwise. */
+  async function available(v: Voucher): Promise<number> {
+    if (v.kind !== 'seckill') return (await vouchers.findById(v.id))?.stock ?? 0;
+    let units = await redisState.available(v.id);
+    if (units === null) {
+      await redisState.rewarm(v);
+      units = (await redisState.available(v.id)) ?? 0;
+    }
+    return units;
+  }
+
+  app.post(
+    '/api/vouchers',
+    {
+      onRequest: guards.admin,
+      schema: {
+        tags: ['vouchers'],
+        summary: 'Create a voucher (admin); seckill vouchers are warmed into Redis',
+        body: CreateVoucherBody,
+        response: { 201: VoucherBody, '4xx': ErrorBody },
+      },
+    },
+    async (request, reply) => {
+      const voucher = await createVoucher(request.body);
+      return reply.code(201).send(voucherJson(voucher, voucher.stock));
+    },
+  );
+
+  app.get(
+    '/api/vouchers/:id',
+    {
+      schema: {
+        tags: ['vouchers'],
+        summary: 'Read a voucher with its live availability',
+        params: IdParams,
+        response: { 200: VoucherBody, '4xx': ErrorBody },
+      },
+    },
+    async (request) => {
+      const voucher = await directory.get(BigInt(request.params.id));
+      if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${request.params.id} not found`);
+      return voucherJson(voucher, await available(voucher));
+    },
+  );
+}

@@ -1,0 +1,50 @@
+import type { Selectable } from 'kysely';
+import type { VoucherKind, VouchersTable } from '../infra/db/types.js';
+
+/** A voucher as the code sees it: ids as bigint, times as Date. */
+export interface Voucher {
+  id: bigint;
+  title: string;
+  kind: VoucherKind;
+  initialStock: number;
+  stock: number;
+  beginAt: Date;
+  endAt: Date;
+  perUserLimit: number;
+  paymentTimeoutSeconds: number;
+  waitlist: boolean;
+  claimToken: boolean;
+}
+
+export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
+  return {
+    id: BigInt(row.id),
+    title: row.title,
+    kind: row.kind,
+    initialStock: row.initial_stock,
+    stock: row.stock,
+    beginAt: row.begin_at,
+    endAt: row.end_at,
+    perUserLimit: row.per_user_limit,
+    paymentTimeoutSeconds: row.payment_timeout_seconds,
+    waitlist: Boolean(row.waitlist),
+    claimToken: Boolean(row.claim_token),
+  };
+}
+
+/** JSON shape of API.md: ids as strings, times as ISO-8601. */
+export function voucherJson(v: Voucher, available: number) {
+  return {
+    id: v.id.toString(),
+    title: v.title,
+    kind: v.kind,
+    stock: v.initialStock,
+    available,
+    beginAt: v.beginAt.toISOString(),
+    endAt: v.endAt.toISOString(),
+    perUserLimit: v.perUserLimit,
+    paymentTimeoutSeconds: v.paymentTimeoutSeconds,
+    waitlist: v.waitlist,
+    claimToken: v.claimToken,
+  };
+}

@@ -1,0 +1,116 @@
+// Test harness: every test file gets its own Redis key prefix and its own database, on the real
+// servers (scripts/services.sh up), and removes both when it ends.
+import { pino } from 'pino';
+import type { Redis } from 'ioredis';
+import { buildApp } from '../src/app.js';
+import { type Config, loadConfig } from '../src/config.js';
+import { type Container, createContainer } from '../src/container.js';
+import type { App } from '../src/http.js';
+import { dropDatabase } from '../src/infra/db/database.js';
+
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
+
+/** A unique, valid name for this test file's prefix and database. */
+export function uniqueName(label: string): string {
+  return `t_${label.replace(/[^A-Za-z0-9]/g, '_').slice(0, 20)}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+}
+
+export function testConfig(label: string, overrides: Record<string, string> = {}): Config {
+  const name = uniqueName(label);
+  return loadConfig({
+    REDIS_URL,
+    DATABASE_URL: `${MYSQL_SERVER}/${name}`,
+    REDIS_PREFIX: name,
+    JWT_SECRET: 'test-secret',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    SHARDS: '4',
+    ...overrides,
+  });
+}
+
+export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+export interface TestApp {
+  app: App;
+  c: Container;
+  token(userId: bigint | number, admin?: boolean): Promise<string>;
+  admin(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(label: string, overrides: Record<string, string> = {}): Promise<TestApp> {
+  const config = testConfig(label, overrides);
+  const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
+  const app = await buildApp(c.appDeps);
+  await app.ready();
+  return {
+    app,
+    c,
+    token: (userId, admin = false) => c.tokens.sign({ userId: BigInt(userId), admin }, 600),
+    admin: () => c.tokens.sign({ userId: 1n, admin: true }, 600),
+    async close() {
+      await app.close();
+      await deleteKeys(c.redis, c.keys.pattern());
+      await c.close();
+      await dropDatabase(config.databaseUrl);
+    },
+  };
+}
+
+export interface VoucherSpec {
+  kind?: 'seckill' | 'limited' | 'common';
+  stock?: number;
+  perUserLimit?: number;
+  beginAt?: Date;
+  endAt?: Date;
+  [extra: string]: unknown;
+}
+
+/** Creates a voucher through the API; by default a seckill sale that is open now. */
+export async function createVoucher(t: TestApp, spec: VoucherSpec = {}): Promise<Record<string, any>> {
+  const { beginAt = new Date(Date.now() - 60_000), endAt = new Date(Date.now() + 3_600_000), ...rest } = spec;
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/vouchers',
+    headers: { authorization: `Bearer ${await t.admin()}` },
+    payload: { title: 'test voucher', kind: 'seckill', stock: 10, ...rest, beginAt: beginAt.toISOString(), endAt: endAt.toISOString() },
+  });
+  if (res.statusCode !== 201) throw new Error(`voucher creation failed: ${res.statusCode} ${res.body}`);
+  return res.json();
+}
+
+export async function claim(
+  t: TestApp,
+  voucherId: string,
+  userId: bigint | number,
+  options: { quantity?: number; idempotencyKey?: string } = {},
+) {
+  const headers: Record<string, string> = { authorization: `Bearer ${await t.token(userId)}` };
+  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+  return t.app.inject({
+    method: 'POST',
+    url: `/api/vouchers/${voucherId}/orders`,
+    headers,
+    ...(options.quantity === undefined ? {} : { payload: { quantity: options.quantity } }),
+  });
+}
+
+/** Redis' view of a voucher: stock, per-user counts, stream entries, in-flight orders. */
+export async function redisView(t: TestApp, voucherId: string) {
+  const id = BigInt(voucherId);
+  const { redis, keys } = t.c;
+  const shard = keys.shardOf(id);
+  const [stock, inflightCount] = await redis.hmget(keys.voucher(id), 'stock', 'inflight');
+  const buyers = Object.fromEntries(Object.entries(await redis.hgetall(keys.buyers(id))).map(([u, q]) => [u, Number(q)]));
+  const entries = (await redis.xrange(keys.orders(shard), '-', '+')).filter(([, f]) => f[f.indexOf('v') + 1] === voucherId);
+  const inflight = await t.c.inflight.ofVoucher(id);
+  return { stock: stock === null ? null : Number(stock), inflightCount: Number(inflightCount ?? 0), buyers, entries, inflight };
+}
