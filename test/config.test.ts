@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, configTable, loadConfig, settings } from '../src/config.js';
+
+describe('configuration', () => {
+  it('gives every setting a working default', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+    assert.equal(config.databaseUrl, 'mysql://root@127.0.0.1:3306/seckill');
+    assert.equal(config.redisPrefix, 'sk');
+    assert.equal(config.shards, 16);
+  });
+
+  it('reads values from the environment', () => {
+    const config = loadConfig({ PORT: '8080', SHARDS: '8', REDIS_PREFIX: 'prod' });
+    assert.equal(config.port, 8080);
+    assert.equal(config.shards, 8);
+    assert.equal(config.redisPrefix, 'prod');
+  });
+
+  for (const [env, value] of [
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['SHARDS', '0'],
+    ['REDIS_URL', 'http://localhost'],
+    ['DATABASE_URL', 'not a url'],
+    ['LOG_LEVEL', 'loud'],
+    ['REDIS_PREFIX', 'has space'],
+  ] as const) {
+    it(`rejects ${env}=${value} with a one-line message naming the variable`, () => {
+      assert.throws(
+        () => loadConfig({ [env]: value }),
+        (err: Error) => err instanceof ConfigError && err.message.startsWith(`invalid ${env}:`) && !err.message.includes('\n'),
+      );
+    });
+  }
+
+  it('documents every setting in the markdown table', () => {
+    const table = configTable();
+    for (const s of Object.values(settings)) assert.match(table, new RegExp(`\`${s.env}\``));
+  });
+});

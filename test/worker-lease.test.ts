@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { decodeId, EPOCH_MS } from '../src/ids/snowflake.js';
+import { LeasedIdGenerator } from '../src/ids/worker-lease.js';
+import { createKeySpace } from '../src/infra/redis/keys.js';
+import { createScripts } from '../src/infra/redis/scripts.js';
+import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
+
+const keys = createKeySpace(uniqueName('lease'), 4);
+let redis: Redis;
+before(() => {
+  redis = new Redis(REDIS_URL);
+});
+after(async () => {
+  await deleteKeys(redis, keys.pattern());
+  redis.disconnect();
+});
+
+describe('leased worker ids', () => {
+  it('when two generators run at once, then they hold different worker ids and never issue the same id', async () => {
+    const scripts = createScripts(redis, keys);
+    const a = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000 });
+    const b = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000 });
+    try {
+      assert.notEqual(a.workerId, b.workerId);
+      const ids = new Set<bigint>();
+      let lastA = 0n;
+      let lastB = 0n;
+      for (let i = 0; i < 20_000; i++) {
+        const x = a.next();
+        const y = b.next();
+        assert.ok(x > lastA && y > lastB, 'monotonic per generator');
+        lastA = x;
+        lastB = y;
+        ids.add(x).add(y);
+      }
+      assert.equal(ids.size, 40_000);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('when a worker id is taken over after its holder stopped, then the successor starts after the last timestamp issued, even with its clock behind', async () => {
+    const scripts = createScripts(redis, keys);
+    const first = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000, now: () => EPOCH_MS + 1_000_000 });
+    const workerId = first.workerId!;
+    const lastOfFirst = first.next();
+    await first.close();
+    // Force the successor onto the same worker id by leasing every other id first.
+    const blockers: string[] = [];
+    for (let w = 0; w < 1024; w++) if (w !== workerId) blockers.push(keys.workerLease(w));
+    await Promise.all(blockers.map((k) => redis.set(k, 'someone-else', 'PX', 60_000)));
+    const second = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000, now: () => EPOCH_MS + 5_000 });
+    try {
+      assert.equal(second.workerId, workerId);
+      const firstOfSecond = second.next();
+      assert.ok(firstOfSecond > lastOfFirst);
+      assert.ok(decodeId(firstOfSecond).timestampMs > decodeId(lastOfFirst).timestampMs);
+    } finally {
+      await second.close();
+      await redis.del(...blockers);
+    }
+  });
+
+  it('when another owner takes the worker id, then the generator moves to a fresh id at its next renewal', async () => {
+    const scripts = createScripts(redis, keys);
+    const gen = await LeasedIdGenerator.start({ scripts, ttlMs: 3_000 });
+    try {
+      const stolen = gen.workerId!;
+      await redis.set(keys.workerLease(stolen), 'intruder', 'PX', 60_000);
+      await new Promise((r) => setTimeout(r, 1_300)); // renewals run every ttl/3
+      assert.notEqual(gen.workerId, stolen);
+      assert.equal(decodeId(gen.next()).workerId, gen.workerId);
+    } finally {
+      await gen.close();
+    }
+  });
+
+  it('when Redis cannot be reached to renew the lease, then ids are refused once it would have expired', async () => {
+    const own = new Redis(REDIS_URL, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    await new Promise((resolve) => own.once('ready', resolve));
+    const gen = await LeasedIdGenerator.start({ scripts: createScripts(own, keys), ttlMs: 3_000 });
+    try {
+      gen.next();
+      own.disconnect(); // renewals now fail
+      await new Promise((r) => setTimeout(r, 3_100));
+      assert.throws(() => gen.next(), /no valid worker lease/);
+    } finally {
+      await gen.close();
+      own.disconnect();
+    }
+  });
+});
