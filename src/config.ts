@@ -80,6 +80,27 @@ export const settings = {
     'Lifetime of an id-generator worker lease in Redis; renewed every third of it.',
     int(3000, 600000),
   ),
+  consumerName: setting(
+    'CONSUMER_NAME',
+    '',
+    'Consumer name of this worker in the stream group; must be unique per process (default: host:pid).',
+    (raw) => raw,
+  ),
+  pipelineLanes: setting('PIPELINE_LANES', '4', 'Concurrent stream readers (batches in flight) per worker process.', int(1, 1024)),
+  pipelineBatch: setting('PIPELINE_BATCH', '500', 'Most orders stored in one database transaction.', int(1, 10000)),
+  pipelineBlockMs: setting('PIPELINE_BLOCK_MS', '1000', 'How long an idle reader blocks waiting for entries.', int(10, 60000)),
+  claimIdleMs: setting(
+    'CLAIM_IDLE_MS',
+    '30000',
+    'An entry pending this long on a consumer (probably dead) is taken over by a live one.',
+    int(100, 3600000),
+  ),
+  maxDeliveries: setting(
+    'MAX_DELIVERIES',
+    '5',
+    'Deliveries after which an entry that still cannot be stored becomes a failed order (dead letter).',
+    int(1, 1000),
+  ),
 } as const;
 
 type Settings = typeof settings;

@@ -2,6 +2,7 @@
 // tests both start here, so the wiring exists in one place only.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { hostname } from 'node:os';
 import { sql } from 'kysely';
 import type { AppDeps } from './app.js';
 import { createGuards } from './auth/guards.js';
@@ -17,6 +18,7 @@ import { getOrderUseCase } from './orders/get-order.js';
 import { createOrderRepository } from './orders/repository.js';
 import { claimSeckillUseCase } from './seckill/claim.js';
 import { createInflightReader, type InflightReader } from './seckill/inflight.js';
+import { OrderPipeline } from './pipeline/consumer.js';
 import { createVoucherUseCase } from './vouchers/create-voucher.js';
 import { createVoucherDirectory } from './vouchers/directory.js';
 import { createVoucherRedisState } from './vouchers/redis-state.js';
@@ -33,6 +35,8 @@ export interface Container {
   inflight: InflightReader;
   metrics: Metrics;
   appDeps: AppDeps;
+  /** Starts the stream consumers in this process; close() stops them first. */
+  startPipeline(): Promise<OrderPipeline>;
   close(): Promise<void>;
 }
 
@@ -88,6 +92,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       orders: { getOrder: getOrderUseCase({ orders: createOrderRepository(db), inflight }) },
     };
 
+    let pipeline: OrderPipeline | null = null;
     let closed = false;
     return {
       config,
@@ -100,9 +105,34 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       inflight,
       metrics,
       appDeps,
+      async startPipeline() {
+        pipeline ??= await OrderPipeline.start({
+          redisUrl: config.redisUrl,
+          redis,
+          db,
+          keys,
+          scripts,
+          log,
+          options: {
+            consumer: config.consumerName || `${hostname()}:${process.pid}`,
+            lanes: config.pipelineLanes,
+            batchSize: config.pipelineBatch,
+            blockMs: config.pipelineBlockMs,
+            claimIdleMs: config.claimIdleMs,
+            maxDeliveries: config.maxDeliveries,
+          },
+          events: {
+            stored: (n) => metrics.stored.inc(n),
+            failed: (reason) => metrics.failed.inc({ reason }),
+            retried: () => metrics.retries.inc(),
+          },
+        });
+        return pipeline;
+      },
       async close() {
         if (closed) return;
         closed = true;
+        await pipeline?.close();
         await ids.close();
         await redis.quit().catch(() => redis.disconnect());
         await db.destroy();

@@ -4,6 +4,7 @@ import { ConfigError, configTable, loadConfig } from './config.js';
 import { migrate } from './cli/migrate.js';
 import { serve } from './cli/serve.js';
 import { token } from './cli/token.js';
+import { worker } from './cli/worker.js';
 
 function config() {
   try {
@@ -23,7 +24,10 @@ program
   .command('serve')
   .description('run the HTTP API (applies pending migrations first)')
   .option('--no-migrate', 'do not apply pending migrations')
-  .action((opts: { migrate: boolean }) => serve(config(), opts));
+  .option('--no-worker', 'do not run the order pipeline in this process')
+  .action((opts: { migrate: boolean; worker: boolean }) => serve(config(), opts));
+
+program.command('worker').description('run the order pipeline (stream consumers) only').action(() => worker(config()));
 
 program.command('migrate').description('create the database if missing and apply pending migrations').action(() => migrate(config()));
 

@@ -3,6 +3,9 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 export interface Metrics {
   registry: Registry;
   claims: Counter<'outcome'>;
+  stored: Counter;
+  failed: Counter<'reason'>;
+  retries: Counter;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -15,5 +18,21 @@ export function createMetrics(): Metrics {
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
-  return { registry, claims };
+  const stored = new Counter({
+    name: 'seckill_orders_stored_total',
+    help: 'Admitted orders stored in the database by this process.',
+    registers: [registry],
+  });
+  const failed = new Counter({
+    name: 'seckill_orders_failed_total',
+    help: 'Admitted orders stored as failed (and compensated in Redis), by reason.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'seckill_pipeline_retries_total',
+    help: 'Order batches retried after a transient database error.',
+    registers: [registry],
+  });
+  return { registry, claims, stored, failed, retries };
 }

@@ -114,3 +114,11 @@ export async function redisView(t: TestApp, voucherId: string) {
   const inflight = await t.c.inflight.ofVoucher(id);
   return { stock: stock === null ? null : Number(stock), inflightCount: Number(inflightCount ?? 0), buyers, entries, inflight };
 }
+
+/** Fires one claim per user concurrently; returns the admitted order ids. */
+export async function burst(t: TestApp, voucherId: string, users: number[], quantity?: number): Promise<string[]> {
+  const responses = await Promise.all(users.map((u) => claim(t, voucherId, u, quantity === undefined ? {} : { quantity })));
+  return responses.filter((r) => r.statusCode === 202).map((r) => r.json().orderId as string);
+}
+
+export const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);

@@ -1,10 +1,12 @@
 // Admission benchmark driver: the real claim endpoint against a bare Fastify endpoint, same run,
 // same machine, each server in its own child process (server.ts).
 //   node --import tsx bench/admission/run.ts [--duration 10] [--warmup 2] [--connections 64]
-//        [--tokens 300000] [--scenarios bare,admission,soldout] [--profile] [--json]
+//        [--tokens 300000] [--scenarios bare,admission,soldout] [--rounds 1] [--profile] [--json]
 // Every request carries its own user's bearer token and the body {} (the bare endpoint gets the
 // same bytes, so both servers parse the same requests). Scenarios may carry investigation knobs,
-// e.g. admission+sync-hmac (protocol.ts). --profile writes a CPU profile of each server child for
+// e.g. admission+sync-hmac (protocol.ts). --rounds N repeats the scenario sequence N times
+// (fresh children each round) and reports medians: on a shared VM the speed drifts within minutes,
+// and a ratio of two scenarios measured seconds apart is steadier than either figure alone. --profile writes a CPU profile of each server child for
 // its measured window to bench/admission/profiles/ (summarise with profile-summary.ts).
 // See README.md in this directory for what the numbers mean.
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -34,6 +36,7 @@ interface Options {
   connections: number;
   tokens: number;
   scenarios: Scenario[];
+  rounds: number;
   profile: boolean;
   json: boolean;
   redisUrl: string;
@@ -55,6 +58,7 @@ function parseOptions(argv: string[]): Options {
       connections: { type: 'string', default: '64' },
       tokens: { type: 'string', default: '300000' },
       scenarios: { type: 'string', default: 'bare,admission,soldout' },
+      rounds: { type: 'string', default: '1' },
       profile: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
@@ -66,6 +70,7 @@ function parseOptions(argv: string[]): Options {
     connections: wholeNumber('connections', values.connections, 1),
     tokens: wholeNumber('tokens', values.tokens, 1),
     scenarios: values.scenarios.split(',').map((s) => parseScenario(s.trim())),
+    rounds: wholeNumber('rounds', values.rounds, 1),
     profile: values.profile,
     json: values.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -378,6 +383,7 @@ interface Check {
 
 interface ScenarioResult {
   scenario: string;
+  round: number;
   voucherId: string | null;
   stats: LoadStats;
   cpu: Cpu;
@@ -389,10 +395,18 @@ interface ScenarioResult {
   profile: string | null;
 }
 
-async function runScenario(scenario: Scenario, index: number, o: Options, tokens: TokenPool, secret: string, redis: Redis): Promise<ScenarioResult> {
+async function runScenario(
+  scenario: Scenario,
+  round: number,
+  index: number,
+  o: Options,
+  tokens: TokenPool,
+  secret: string,
+  redis: Redis,
+): Promise<ScenarioResult> {
   // Redis prefix and database name: at most 32 of [A-Za-z0-9_], unique per run and scenario.
   const name = `bench_admission_${process.pid}_${index}`;
-  const tag = `[${scenario.label}]`;
+  const tag = o.rounds > 1 ? `[${scenario.label} #${round}]` : `[${scenario.label}]`;
   note(`${tag} starting server (Redis prefix and database ${name})`);
   const server = await startServer(scenario, {
     BENCH_NAME: name,
@@ -427,6 +441,7 @@ async function runScenario(scenario: Scenario, index: number, o: Options, tokens
     }
     return {
       scenario: scenario.label,
+      round,
       voucherId,
       stats,
       cpu: cpuBetween(before, after, stats.answered),
@@ -476,14 +491,20 @@ function grid(header: string[], rows: string[][]): string {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
+/** Rows of one round, or the per-scenario medians (round 0). "vs bare" compares within the round. */
 function tables(results: ScenarioResult[]): string {
-  const bare = results.find((r) => r.scenario === 'bare');
+  const label = (r: ScenarioResult) => (r.round > 0 && results.some((x) => x.round !== r.round) ? `${r.scenario} #${r.round}` : r.scenario);
+  const bareOf = (r: ScenarioResult) => results.find((x) => x.scenario === 'bare' && x.round === r.round);
+  const vsBare = (r: ScenarioResult) => {
+    const bare = bareOf(r);
+    return bare ? `${fixed((r.stats.rps / bare.stats.rps) * 100, 1)}%` : '-';
+  };
   const load = grid(
     ['scenario', 'req/s', 'vs bare', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'responses', 'non-2xx', 'errors', 'status codes'],
     results.map((r) => [
-      r.scenario,
+      label(r),
       fixed(r.stats.rps, 0),
-      bare ? `${fixed((r.stats.rps / bare.stats.rps) * 100, 1)}%` : '-',
+      vsBare(r),
       fixed(r.stats.latencyMs.p50),
       fixed(r.stats.latencyMs.p90),
       fixed(r.stats.latencyMs.p99),
@@ -499,7 +520,7 @@ function tables(results: ScenarioResult[]): string {
   const cpu = grid(
     ['scenario', 'server µs/req', 'redis µs/req', 'loadgen µs/req', 'server cores', 'redis cores', 'loadgen cores'],
     results.map((r) => [
-      r.scenario,
+      label(r),
       fixed(r.cpu.serverUsPerRequest, 1),
       fixed(r.cpu.redisUsPerRequest, 1),
       fixed(r.cpu.loadGeneratorUsPerRequest, 1),
@@ -518,11 +539,23 @@ interface Verdict {
   p99Ok: boolean | null;
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Median of the per-round ratios (each pairs scenarios measured seconds apart) and of the p99s. */
 function verdict(results: ScenarioResult[]): Verdict {
-  const bare = results.find((r) => r.scenario === 'bare');
-  const admission = results.find((r) => r.scenario === 'admission');
-  const ratio = bare && admission ? admission.stats.rps / bare.stats.rps : null;
-  const p99 = admission ? admission.stats.latencyMs.p99 : null;
+  const ratios: number[] = [];
+  const p99s: number[] = [];
+  for (const admission of results.filter((r) => r.scenario === 'admission')) {
+    p99s.push(admission.stats.latencyMs.p99);
+    const bare = results.find((r) => r.scenario === 'bare' && r.round === admission.round);
+    if (bare) ratios.push(admission.stats.rps / bare.stats.rps);
+  }
+  const ratio = ratios.length ? median(ratios) : null;
+  const p99 = p99s.length ? median(p99s) : null;
   return {
     ratio,
     ratioOk: ratio === null ? null : ratio >= TARGET_RATIO,
@@ -531,27 +564,77 @@ function verdict(results: ScenarioResult[]): Verdict {
   };
 }
 
+/** One row per scenario with the median of every figure over the rounds (round 0). */
+function medians(results: ScenarioResult[]): ScenarioResult[] {
+  const labels = [...new Set(results.map((r) => r.scenario))];
+  return labels.map((label) => {
+    const runs = results.filter((r) => r.scenario === label);
+    const m = (pick: (r: ScenarioResult) => number) => median(runs.map(pick));
+    const sum = (pick: (r: ScenarioResult) => number) => runs.reduce((acc, r) => acc + pick(r), 0);
+    const status: Record<string, number> = {};
+    for (const r of runs) for (const [code, n] of Object.entries(r.stats.status)) status[code] = (status[code] ?? 0) + n;
+    return {
+      scenario: label,
+      round: 0,
+      voucherId: null,
+      stats: {
+        seconds: m((r) => r.stats.seconds),
+        rps: m((r) => r.stats.rps),
+        latencyMs: {
+          mean: m((r) => r.stats.latencyMs.mean),
+          p50: m((r) => r.stats.latencyMs.p50),
+          p90: m((r) => r.stats.latencyMs.p90),
+          p99: m((r) => r.stats.latencyMs.p99),
+          max: m((r) => r.stats.latencyMs.max),
+        },
+        status,
+        non2xx: sum((r) => r.stats.non2xx),
+        sent: sum((r) => r.stats.sent),
+        answered: sum((r) => r.stats.answered),
+        errors: sum((r) => r.stats.errors),
+        timeouts: sum((r) => r.stats.timeouts),
+      },
+      cpu: {
+        serverUsPerRequest: m((r) => r.cpu.serverUsPerRequest),
+        redisUsPerRequest: m((r) => r.cpu.redisUsPerRequest),
+        loadGeneratorUsPerRequest: m((r) => r.cpu.loadGeneratorUsPerRequest),
+        serverCores: m((r) => r.cpu.serverCores),
+        redisCores: m((r) => r.cpu.redisCores),
+        loadGeneratorCores: m((r) => r.cpu.loadGeneratorCores),
+      },
+      users: Math.max(...runs.map((r) => r.users)),
+      tokenWraps: Math.max(...runs.map((r) => r.tokenWraps)),
+      check: null,
+      profile: null,
+    };
+  });
+}
+
 /** Users repeated on a voucher: later requests are refused (LIMIT_EXCEEDED), so the run says nothing. */
 const invalid = (r: ScenarioResult) => r.scenario !== 'bare' && r.tokenWraps > 0;
 
 function summary(results: ScenarioResult[], v: Verdict, o: Options): string {
   const out = [
-    `${o.connections} connections, ${o.duration}s measured after ${o.warmup}s warm-up, one distinct user per request`,
+    `${o.connections} connections, ${o.duration}s measured after ${o.warmup}s warm-up, one distinct user per request` +
+      (o.rounds > 1 ? `, ${o.rounds} rounds` : ''),
     '',
     tables(results),
     '',
   ];
+  if (o.rounds > 1) out.push(`median over ${o.rounds} rounds ("vs bare": ratio of the medians; the verdict uses the median of per-round ratios):`, tables(medians(results)), '');
   const met = (ok: boolean | null) => (ok ? 'met' : 'NOT met');
-  if (v.ratio !== null) out.push(`admission / bare throughput: ${fixed(v.ratio * 100, 1)}%  (target >= ${TARGET_RATIO * 100}%: ${met(v.ratioOk)})`);
-  if (v.admissionP99Ms !== null) out.push(`admission p99: ${fixed(v.admissionP99Ms)} ms  (target <= ${TARGET_P99_MS} ms: ${met(v.p99Ok)})`);
+  const of = o.rounds > 1 ? ' (median of rounds)' : '';
+  if (v.ratio !== null) out.push(`admission / bare throughput${of}: ${fixed(v.ratio * 100, 1)}%  (target >= ${TARGET_RATIO * 100}%: ${met(v.ratioOk)})`);
+  if (v.admissionP99Ms !== null) out.push(`admission p99${of}: ${fixed(v.admissionP99Ms)} ms  (target <= ${TARGET_P99_MS} ms: ${met(v.p99Ok)})`);
   for (const r of results) {
-    if (invalid(r)) out.push(`INVALID ${r.scenario}: the token pool ran out after ${r.users} requests and users repeated; raise --tokens`);
+    const name = o.rounds > 1 ? `${r.scenario} #${r.round}` : r.scenario;
+    if (invalid(r)) out.push(`INVALID ${name}: the token pool ran out after ${r.users} requests and users repeated; raise --tokens`);
     if (!r.check) continue;
     const c = r.check;
     const exact = c.unanswered === 0 ? ' (every request answered)' : ` (${c.unanswered} unanswered request(s) may each have taken one)`;
-    out.push(`correctness ${r.scenario}: 202 responses ${c.accepted}, Redis stock taken ${c.stockTaken}${exact}: ${c.ok ? 'OK' : 'MISMATCH'}`);
+    out.push(`correctness ${name}: 202 responses ${c.accepted}, Redis stock taken ${c.stockTaken}${exact}: ${c.ok ? 'OK' : 'MISMATCH'}`);
   }
-  for (const r of results) if (r.profile) out.push(`cpu profile ${r.scenario}: ${r.profile}`);
+  for (const r of results) if (r.profile) out.push(`cpu profile ${o.rounds > 1 ? `${r.scenario} #${r.round}` : r.scenario}: ${r.profile}`);
   return out.join('\n');
 }
 
@@ -568,7 +651,12 @@ async function main(): Promise<void> {
   const redis = new Redis(o.redisUrl, { connectionName: 'bench-driver' });
   const results: ScenarioResult[] = [];
   try {
-    for (const [index, scenario] of o.scenarios.entries()) results.push(await runScenario(scenario, index, o, tokens, secret, redis));
+    for (let round = 1; round <= o.rounds; round++) {
+      for (const [i, scenario] of o.scenarios.entries()) {
+        const index = (round - 1) * o.scenarios.length + i;
+        results.push(await runScenario(scenario, round, index, o, tokens, secret, redis));
+      }
+    }
   } finally {
     await redis.quit();
   }
@@ -580,8 +668,9 @@ async function main(): Promise<void> {
     note(`\n${text}`);
     const report = {
       machine: machine(),
-      options: { duration: o.duration, warmup: o.warmup, connections: o.connections, tokens: o.tokens },
+      options: { duration: o.duration, warmup: o.warmup, connections: o.connections, tokens: o.tokens, rounds: o.rounds },
       scenarios: results,
+      medians: o.rounds > 1 ? medians(results) : undefined,
       verdict: { ...v, targetRatio: TARGET_RATIO, targetP99Ms: TARGET_P99_MS },
       ok,
     };

@@ -96,7 +96,7 @@ async function appTarget(scenario: Scenario, e: ServerEnv): Promise<Target> {
     const c = container;
     const knobs = new Set(scenario.knobs);
 
-    // Knobs swap one dependency each; everything else is the app exactly as main.ts builds it.
+    // Knobs swap one dependency each; everything else is the app exactly as `seckill serve` builds it.
     let { guards, claims } = c.appDeps;
     if (knobs.has('jose-key')) guards = createGuards(await joseWithImportedKey(config.jwtSecret, c.tokens));
     if (knobs.has('sync-hmac')) guards = createGuards(syncHmac(config.jwtSecret, c.tokens));

@@ -5,13 +5,19 @@ import { createLogger } from '../logger.js';
 
 export interface ServeOptions {
   migrate: boolean;
+  /** Run the order pipeline in this process (default); `--no-worker` leaves it to `seckill worker`. */
+  worker: boolean;
 }
 
-/** `seckill serve`: the HTTP API. SIGTERM/SIGINT stop accepting, finish requests, exit 0. */
+/**
+ * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker). SIGTERM/SIGINT stop
+ * accepting, finish in-flight requests, then the batches in hand, and exit 0.
+ */
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log, { migrate: options.migrate });
   const app = await buildApp(container.appDeps);
+  if (options.worker) await container.startPipeline();
   await app.listen({ port: config.port, host: config.host });
 
   let stopping = false;
@@ -29,6 +35,10 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
       process.exit(1);
     }
   };
+  onShutdownSignal(stop);
+}
+
+export function onShutdownSignal(stop: (signal: string) => Promise<void>): void {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
 }

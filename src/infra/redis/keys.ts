@@ -15,6 +15,8 @@ export interface KeySpace {
   inflight(shard: number): string;
   /** Stream per shard: admitted orders waiting to be stored. */
   orders(shard: number): string;
+  /** Stream per shard: entries that could not become stored orders, with the reason. */
+  deadLetters(shard: number): string;
   /** Short lock while a voucher's Redis state is rebuilt from the database. */
   warmLock(voucherId: bigint): string;
   /** Lease of one Snowflake worker id. */
@@ -38,6 +40,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     idempotency: (id) => `${v(id)}:idem`,
     inflight: (s) => `${tag(s)}:inflight`,
     orders: (s) => `${tag(s)}:orders`,
+    deadLetters: (s) => `${tag(s)}:dead`,
     warmLock: (id) => `${v(id)}:warming`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,

@@ -63,6 +63,24 @@ export interface WarmInput {
   expireAtSeconds: number;
 }
 
+export interface SettleInput {
+  group: string;
+  shard: number;
+  streamId: string;
+  orderId: string;
+  voucherId: bigint;
+  userId: string;
+  quantity: number;
+  /** Give the unit back to Redis stock (the database never took it, but had it). */
+  restoreStock: boolean;
+  /** Take the units off the buyer's count (the order will never hold them). */
+  restoreBuyer: boolean;
+  /** Set for an order that failed: the entry is copied to the dead-letter stream. */
+  failureReason?: string;
+}
+
+export const DEAD_LETTER_MAX_LEN = 100_000;
+
 export interface Scripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
   /** true when created, false when the voucher's state already existed. */
@@ -70,6 +88,8 @@ export interface Scripts {
   /** High-water timestamp to start from, or -1 when another owner holds the lease. */
   lease(workerId: number, owner: string, ttlMs: number, issuedMs: number): Promise<number>;
   release(workerId: number, owner: string, issuedMs: number): Promise<boolean>;
+  /** Acknowledges an entry and clears its in-flight record; true when this call compensated. */
+  settle(input: SettleInput): Promise<boolean>;
 }
 
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
@@ -109,6 +129,25 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
     },
     async release(workerId, owner, issuedMs) {
       return (await call.release!(keys.workerLease(workerId), keys.workerHighWater(workerId), owner, issuedMs)) === 1;
+    },
+    async settle(s) {
+      const settled = await call.settle!(
+        keys.orders(s.shard),
+        keys.inflight(s.shard),
+        keys.voucher(s.voucherId),
+        keys.buyers(s.voucherId),
+        keys.deadLetters(s.shard),
+        s.group,
+        s.streamId,
+        s.orderId,
+        s.userId,
+        s.quantity,
+        s.restoreStock ? 1 : 0,
+        s.restoreBuyer ? 1 : 0,
+        s.failureReason ?? '',
+        DEAD_LETTER_MAX_LEN,
+      );
+      return settled === 1;
     },
   };
 }

@@ -1,0 +1,317 @@
+// The order pipeline: consumer-group readers of the shard streams that store admitted orders in
+// MariaDB in batches, then acknowledge them. Nothing is acknowledged before it is stored, so a
+// process that dies holding entries loses nothing: live consumers claim them (XAUTOCLAIM) once
+// they have been idle long enough.
+//
+// Each process runs `lanes` loops; lane i reads the shards s with s mod lanes = i, with its own
+// blocking connection and one multi-stream XREADGROUP. (On Redis Cluster every shard is its own
+// slot: run lanes = SHARDS there so each read names one stream.)
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Db } from '../infra/db/database.js';
+import { createRedis } from '../infra/redis/client.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import { DEAD_LETTER_MAX_LEN, type Scripts } from '../infra/redis/scripts.js';
+import { isTransientDbError } from './db-errors.js';
+import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from './entries.js';
+import { FailureReason, type Settlement, storeOrders } from './store-orders.js';
+
+export const CONSUMER_GROUP = 'order-writers';
+const MAX_BACKOFF_MS = 5_000;
+const DEAD_CONSUMER_IDLE_MS = 3_600_000;
+
+export interface PipelineOptions {
+  consumer: string;
+  lanes: number;
+  batchSize: number;
+  blockMs: number;
+  /** Entries pending this long on any consumer are taken over. */
+  claimIdleMs: number;
+  /** Deliveries after which an entry that still cannot be stored is failed. */
+  maxDeliveries: number;
+}
+
+export interface PipelineEvents {
+  stored?(count: number): void;
+  failed?(reason: string): void;
+  retried?(error: unknown): void;
+}
+
+export interface PipelineDeps {
+  redisUrl: string;
+  /** Shared connection for settling, claiming and trimming (not for blocking reads). */
+  redis: Redis;
+  db: Db;
+  keys: KeySpace;
+  scripts: Scripts;
+  log: Logger;
+  options: PipelineOptions;
+  events?: PipelineEvents;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function ensureConsumerGroups(redis: Redis, keys: KeySpace): Promise<void> {
+  await Promise.all(
+    Array.from({ length: keys.shards }, (_, s) =>
+      redis.xgroup('CREATE', keys.orders(s), CONSUMER_GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+        if (!err.message.includes('BUSYGROUP')) throw err;
+      }),
+    ),
+  );
+}
+
+class Lane {
+  private readonly conn: Redis;
+  private clientId: number | null = null;
+  private lastMaintenance = 0;
+  private running: Promise<void> | null = null;
+  private closing = false;
+
+  constructor(
+    private readonly deps: PipelineDeps,
+    private readonly shards: number[],
+  ) {
+    this.conn = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `seckill-lane-${deps.options.consumer}` });
+  }
+
+  async start(): Promise<void> {
+    this.clientId = Number(await this.conn.client('ID'));
+    this.running = this.loop();
+  }
+
+  /** Stops after the batch in hand is stored and acknowledged. */
+  async close(): Promise<void> {
+    this.closing = true;
+    // Break a blocking read at once instead of waiting for its timeout.
+    if (this.clientId !== null) await this.deps.redis.client('UNBLOCK', this.clientId).catch(() => {});
+    await this.running;
+    await this.conn.quit().catch(() => this.conn.disconnect());
+  }
+
+  private async loop(): Promise<void> {
+    const { keys, options, log } = this.deps;
+    const streams = this.shards.map((s) => keys.orders(s));
+    while (!this.closing) {
+      try {
+        const reply = (await this.conn.xreadgroup(
+          'GROUP', CONSUMER_GROUP, options.consumer,
+          'COUNT', options.batchSize,
+          'BLOCK', options.blockMs,
+          'STREAMS', ...streams, ...streams.map(() => '>'),
+        )) as [string, RawEntry[]][] | null;
+        if (reply) {
+          const entries = reply.flatMap(([stream, raw]) => {
+            const shard = this.shards[streams.indexOf(stream)]!;
+            return raw.map((r) => parseEntry(shard, r, 1));
+          });
+          await this.handle(entries);
+        }
+        if (Date.now() - this.lastMaintenance >= Math.min(options.claimIdleMs / 2, 5_000)) {
+          this.lastMaintenance = Date.now();
+          await this.maintain();
+        }
+      } catch (err) {
+        if (this.closing) break;
+        log.warn({ err }, 'order pipeline lane error; retrying');
+        await sleep(500);
+      }
+    }
+  }
+
+  private async handle(entries: (OrderEntry | MalformedEntry)[]): Promise<void> {
+    const malformed = entries.filter(isMalformed);
+    const orders = entries.filter((e): e is OrderEntry => !isMalformed(e));
+    await Promise.all(malformed.map((e) => this.deadLetter(e)));
+    const poison = orders.filter((e) => e.deliveries > this.deps.options.maxDeliveries);
+    const normal = orders.filter((e) => e.deliveries <= this.deps.options.maxDeliveries);
+    if (poison.length) {
+      const reason = `${FailureReason.POISON}: not stored after ${this.deps.options.maxDeliveries} deliveries`;
+      await this.storeAndSettle(poison, reason);
+    }
+    if (normal.length) await this.storeAndSettle(normal);
+  }
+
+  /**
+   * Stores (retrying transient errors with back-off for as long as the process runs) and settles.
+   * A non-transient error is isolated by storing the entries one by one; an entry that fails alone
+   * stays pending, comes back later with one more delivery, and ends as poison.
+   */
+  private async storeAndSettle(entries: OrderEntry[], failAll?: string): Promise<void> {
+    const decided = await this.store(entries, failAll);
+    // A Redis error here leaves the entries pending: they come back, are found stored, and settle then.
+    if (decided) await this.settle(entries, decided);
+  }
+
+  /**
+   * Stores, retrying transient errors with back-off for as long as the process runs. A
+   * non-transient error is isolated by storing the entries one by one; an entry that fails alone
+   * stays pending, comes back later with one more delivery, and ends as poison.
+   */
+  private async store(entries: OrderEntry[], failAll?: string): Promise<Map<string, Settlement> | null> {
+    let backoff = 100;
+    for (;;) {
+      try {
+        return await storeOrders(this.deps.db, entries, failAll);
+      } catch (err) {
+        if (!isTransientDbError(err)) {
+          if (entries.length === 1) {
+            const { message, code } = err as { message?: string; code?: string };
+            this.deps.log.error({ error: message, code, orderId: entries[0]!.orderId, deliveries: entries[0]!.deliveries }, 'order could not be stored; left pending');
+            return null;
+          }
+          this.deps.log.warn({ error: (err as Error).message, size: entries.length }, 'batch failed; storing its orders one by one');
+          for (const e of entries) await this.storeAndSettle([e], failAll);
+          return null;
+        }
+        this.deps.events?.retried?.(err);
+        if (this.closing) {
+          this.deps.log.warn({ size: entries.length }, 'shutting down with a batch not stored; it stays pending for another consumer');
+          return null;
+        }
+        this.deps.log.warn({ err: (err as Error).message, backoffMs: backoff }, 'database unavailable; retrying batch');
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+        await this.keepClaimed(entries);
+      }
+    }
+  }
+
+  private async settle(entries: OrderEntry[], decided: Map<string, Settlement>): Promise<void> {
+    const { scripts, events } = this.deps;
+    let stored = 0;
+    await Promise.all(
+      entries.map(async (e) => {
+        const outcome = decided.get(e.orderId);
+        if (!outcome) return; // not decided: stays pending
+        const isFailed = outcome.kind === 'failed';
+        const compensated = await scripts.settle({
+          group: CONSUMER_GROUP,
+          shard: e.shard,
+          streamId: e.streamId,
+          orderId: e.orderId,
+          voucherId: e.voucherId,
+          userId: e.userId,
+          quantity: e.quantity,
+          restoreStock: isFailed && outcome.restoreStock,
+          restoreBuyer: isFailed,
+          failureReason: isFailed ? outcome.reason : undefined,
+        });
+        if (isFailed && compensated) {
+          events?.failed?.(outcome.reason.split(':')[0]!);
+          this.deps.log.warn({ orderId: e.orderId, reason: outcome.reason }, 'order failed; Redis compensated');
+        } else if (!isFailed) stored += 1;
+      }),
+    );
+    if (stored) events?.stored?.(stored);
+  }
+
+  private async deadLetter(e: MalformedEntry): Promise<void> {
+    const { redis, keys, log } = this.deps;
+    log.error({ streamId: e.streamId, reason: e.reason }, 'malformed stream entry moved to dead letters');
+    const acked = await redis.xack(keys.orders(e.shard), CONSUMER_GROUP, e.streamId);
+    if (acked === 1) {
+      await redis.xadd(keys.deadLetters(e.shard), 'MAXLEN', '~', DEAD_LETTER_MAX_LEN, '*', 'entry', e.streamId, 'reason', e.reason);
+    }
+  }
+
+  /** Resets the idle time of entries we are still working on, so nobody takes them over. */
+  private async keepClaimed(entries: OrderEntry[]): Promise<void> {
+    const { redis, keys, options } = this.deps;
+    for (const shard of new Set(entries.map((e) => e.shard))) {
+      const ids = entries.filter((e) => e.shard === shard).map((e) => e.streamId);
+      await redis.xclaim(keys.orders(shard), CONSUMER_GROUP, options.consumer, 0, ...ids, 'JUSTID').catch(() => {});
+    }
+  }
+
+  private async maintain(): Promise<void> {
+    for (const shard of this.shards) {
+      if (this.closing) return;
+      await this.reclaim(shard);
+      await this.trim(shard);
+      await this.forgetDeadConsumers(shard);
+    }
+  }
+
+  /** Takes over entries another consumer (probably dead) has held too long. */
+  private async reclaim(shard: number): Promise<void> {
+    const { redis, keys, options, log } = this.deps;
+    const stream = keys.orders(shard);
+    const [, claimed, deleted] = (await redis.xautoclaim(stream, CONSUMER_GROUP, options.consumer, options.claimIdleMs, '0-0', 'COUNT', options.batchSize)) as [
+      string,
+      RawEntry[],
+      string[],
+    ];
+    if (deleted?.length) log.error({ shard, ids: deleted }, 'pending entries vanished from the stream (trimmed or deleted by hand)');
+    if (!claimed.length) return;
+    // XAUTOCLAIM does not say how often an entry was delivered; XPENDING does.
+    const pending = (await redis.xpending(stream, CONSUMER_GROUP, claimed[0]![0], claimed[claimed.length - 1]![0], claimed.length, options.consumer)) as [
+      string,
+      string,
+      number,
+      number,
+    ][];
+    const deliveries = new Map(pending.map(([id, , , count]) => [id, count]));
+    log.info({ shard, count: claimed.length }, 'took over entries idle on another consumer');
+    await this.handle(claimed.map((raw) => parseEntry(shard, raw, deliveries.get(raw[0]) ?? 1)));
+  }
+
+  /** Trims acknowledged entries only: everything below the oldest pending (or undelivered) entry. */
+  private async trim(shard: number): Promise<void> {
+    const { redis, keys } = this.deps;
+    const stream = keys.orders(shard);
+    const [count, lowest] = (await redis.xpending(stream, CONSUMER_GROUP)) as [number, string | null, string | null, unknown];
+    let minId: string;
+    if (count > 0 && lowest) {
+      minId = lowest;
+    } else {
+      const groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
+      const group = groups.map((g) => toRecord(g)).find((g) => g.name === CONSUMER_GROUP);
+      const last = String(group?.['last-delivered-id'] ?? '0-0');
+      const [ms = '0', seq = '0'] = last.split('-');
+      minId = `${ms}-${BigInt(seq) + 1n}`;
+    }
+    await redis.xtrim(stream, 'MINID', '~', minId);
+  }
+
+  private async forgetDeadConsumers(shard: number): Promise<void> {
+    const { redis, keys, options } = this.deps;
+    const stream = keys.orders(shard);
+    const consumers = ((await redis.xinfo('CONSUMERS', stream, CONSUMER_GROUP)) as unknown[][]).map(toRecord);
+    for (const c of consumers) {
+      if (c.name !== options.consumer && Number(c.pending) === 0 && Number(c.idle) > DEAD_CONSUMER_IDLE_MS) {
+        await redis.xgroup('DELCONSUMER', stream, CONSUMER_GROUP, String(c.name));
+      }
+    }
+  }
+}
+
+function toRecord(flat: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
+  return out;
+}
+
+export class OrderPipeline {
+  private constructor(private readonly lanes: Lane[]) {}
+
+  static async start(deps: PipelineDeps): Promise<OrderPipeline> {
+    await ensureConsumerGroups(deps.redis, deps.keys);
+    const count = Math.min(deps.options.lanes, deps.keys.shards);
+    const lanes = Array.from({ length: count }, (_, i) => {
+      const shards = Array.from({ length: deps.keys.shards }, (_, s) => s).filter((s) => s % count === i);
+      return new Lane(deps, shards);
+    });
+    await Promise.all(lanes.map((l) => l.start()));
+    deps.log.info({ consumer: deps.options.consumer, lanes: count }, 'order pipeline started');
+    return new OrderPipeline(lanes);
+  }
+
+  private closed: Promise<void> | null = null;
+
+  /** Idempotent: finishes the batches in hand, acknowledges what was stored, stops reading. */
+  close(): Promise<void> {
+    this.closed ??= Promise.all(this.lanes.map((l) => l.close())).then(() => undefined);
+    return this.closed;
+  }
+}

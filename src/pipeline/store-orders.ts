@@ -1,0 +1,195 @@
+// Stores a batch of admitted orders in ONE transaction: the database re-checks everything Redis
+// decided (stock, per-user limit) and is the source of truth when they disagree.
+//
+// Per voucher, in ascending id order (a fixed lock order keeps concurrent batches from
+// deadlocking): lock the voucher row and the buyers' quantity rows, walk the orders in admission
+// order and accept each one that still fits, then one conditional stock update for the accepted
+// total, one upsert of the per-user quantities and one multi-row insert of the orders. Orders that
+// do not fit are stored as `failed` with a reason, so only the truly invalid orders fail and the
+// rest of the batch is not held back.
+import { sql, type Transaction } from 'kysely';
+import type { Db } from '../infra/db/database.js';
+import type { Database, StoredOrderStatus } from '../infra/db/types.js';
+import type { OrderEntry } from './entries.js';
+
+export const FailureReason = {
+  /** The database had fewer units than Redis handed out: Redis must not get them back. */
+  SOLD_OUT: 'DB_SOLD_OUT',
+  LIMIT_EXCEEDED: 'DB_LIMIT_EXCEEDED',
+  VOUCHER_NOT_FOUND: 'VOUCHER_NOT_FOUND',
+  /** Delivered too many times without being stored. */
+  POISON: 'POISON',
+} as const;
+
+export type Settlement =
+  /** The order holds its units in the database (whatever its status is now): no compensation. */
+  | { kind: 'stored' }
+  /** The order is stored as failed: Redis gives the buyer's units back, and the stock if it existed. */
+  | { kind: 'failed'; reason: string; restoreStock: boolean };
+
+const failed = (reason: string): Settlement => ({ kind: 'failed', reason, restoreStock: !reason.startsWith(FailureReason.SOLD_OUT) });
+
+interface OrderRow {
+  id: string;
+  voucher_id: string;
+  user_id: string;
+  quantity: number;
+  status: StoredOrderStatus;
+  created_at: Date;
+  failure_reason: string | null;
+  /** Payment window in seconds for a pending order, counted from the commit in database time. */
+  timeout: number | null;
+}
+
+/** Stream ids ("ms-seq") in admission order. */
+function byStreamId(a: OrderEntry, b: OrderEntry): number {
+  const [am = 0, as = 0] = a.streamId.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.streamId.split('-').map(Number);
+  return am - bm || as - bs;
+}
+
+async function alreadyStored(trx: Transaction<Database>, entries: OrderEntry[], out: Map<string, Settlement>) {
+  const rows = await trx
+    .selectFrom('orders')
+    .select(['id', 'status', 'failure_reason'])
+    .where('id', 'in', entries.map((e) => e.orderId))
+    .execute();
+  for (const row of rows) {
+    out.set(row.id, row.status === 'failed' ? failed(row.failure_reason ?? FailureReason.POISON) : { kind: 'stored' });
+  }
+}
+
+async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint, entries: OrderEntry[], out: Map<string, Settlement>, rows: OrderRow[]) {
+  const id = voucherId.toString();
+  const voucher = await trx
+    .selectFrom('vouchers')
+    .select(['stock', 'per_user_limit', 'payment_timeout_seconds'])
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+  const failRow = (e: OrderEntry, reason: string) => {
+    out.set(e.orderId, failed(reason));
+    rows.push({ id: e.orderId, voucher_id: id, user_id: e.userId, quantity: e.quantity, status: 'failed', created_at: e.createdAt, failure_reason: reason.slice(0, 255), timeout: null });
+  };
+  if (!voucher) {
+    for (const e of entries) failRow(e, `${FailureReason.VOUCHER_NOT_FOUND}: voucher ${id} does not exist`);
+    return;
+  }
+
+  const users = [...new Set(entries.map((e) => e.userId))].sort();
+  const held = new Map(
+    (
+      await trx
+        .selectFrom('user_quantities')
+        .select(['user_id', 'quantity'])
+        .where('voucher_id', '=', id)
+        .where('user_id', 'in', users)
+        .forUpdate()
+        .execute()
+    ).map((r) => [r.user_id, r.quantity]),
+  );
+
+  let stockLeft = voucher.stock;
+  const added = new Map<string, number>();
+  const accepted: OrderEntry[] = [];
+  for (const e of entries.sort(byStreamId)) {
+    const holds = (held.get(e.userId) ?? 0) + (added.get(e.userId) ?? 0);
+    if (holds + e.quantity > voucher.per_user_limit) {
+      failRow(e, `${FailureReason.LIMIT_EXCEEDED}: user holds ${holds} of ${voucher.per_user_limit}`);
+    } else if (e.quantity > stockLeft) {
+      failRow(e, `${FailureReason.SOLD_OUT}: the database had ${stockLeft} unit(s) left`);
+    } else {
+      stockLeft -= e.quantity;
+      added.set(e.userId, (added.get(e.userId) ?? 0) + e.quantity);
+      accepted.push(e);
+    }
+  }
+  if (accepted.length === 0) return;
+
+  const total = voucher.stock - stockLeft;
+  const updated = await trx
+    .updateTable('vouchers')
+    .set({ stock: sql`stock - ${total}` })
+    .where('id', '=', id)
+    .where('stock', '>=', total)
+    .executeTakeFirst();
+  // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
+  if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${id}`);
+
+  await trx
+    .insertInto('user_quantities')
+    .values([...added].map(([user_id, quantity]) => ({ voucher_id: id, user_id, quantity })))
+    .onDuplicateKeyUpdate({ quantity: sql`quantity + values(quantity)` })
+    .execute();
+
+  for (const e of accepted) {
+    out.set(e.orderId, { kind: 'stored' });
+    rows.push({
+      id: e.orderId,
+      voucher_id: id,
+      user_id: e.userId,
+      quantity: e.quantity,
+      status: 'pending_payment',
+      created_at: e.createdAt,
+      failure_reason: null,
+      timeout: voucher.payment_timeout_seconds,
+    });
+  }
+}
+
+async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
+  if (rows.length === 0) return;
+  await trx
+    .insertInto('orders')
+    .values(
+      rows.map(({ timeout, ...r }) => ({
+        ...r,
+        // The payment window starts when the order becomes payable (stored), in database time.
+        expires_at: timeout === null ? null : sql<Date>`now(3) + interval ${timeout} second`,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * Decides and stores every entry; returns how each order must be settled in Redis.
+ * With `failAll`, entries not stored yet are stored as failed with that reason (poison).
+ * Throws on database errors; the caller retries transient ones with the same entries.
+ */
+export async function storeOrders(db: Db, entries: OrderEntry[], failAll?: string): Promise<Map<string, Settlement>> {
+  const out = new Map<string, Settlement>();
+  if (entries.length === 0) return out;
+  await db.transaction().execute(async (trx) => {
+    await alreadyStored(trx, entries, out);
+    const fresh = entries.filter((e) => !out.has(e.orderId));
+    const rows: OrderRow[] = [];
+    if (failAll) {
+      for (const e of fresh) {
+        out.set(e.orderId, failed(failAll));
+        rows.push({
+          id: e.orderId,
+          voucher_id: e.voucherId.toString(),
+          user_id: e.userId,
+          quantity: e.quantity,
+          status: 'failed',
+          // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
+          created_at: new Date(),
+          failure_reason: failAll.slice(0, 255),
+          timeout: null,
+        });
+      }
+    } else {
+      const byVoucher = new Map<bigint, OrderEntry[]>();
+      for (const e of fresh) {
+        const list = byVoucher.get(e.voucherId);
+        if (list) list.push(e);
+        else byVoucher.set(e.voucherId, [e]);
+      }
+      for (const voucherId of [...byVoucher.keys()].sort((a, b) => (a < b ? -1 : 1))) {
+        await storeVoucherOrders(trx, voucherId, byVoucher.get(voucherId)!, out, rows);
+      }
+    }
+    await insertOrders(trx, rows);
+  });
+  return out;
+}
