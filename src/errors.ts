@@ -30,7 +30,12 @@ export class AppError extends Error {
     /** Extra fields merged into the error body (e.g. `waitlisted`). */
     readonly extra: Record<string, unknown> = {},
   ) {
+    // Expected outcomes (sold out, limit reached) happen thousands of times a second: a stack
+    // trace would cost more than the answer and is never shown.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.status = ErrorCode[code];
   }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { InjectOptions } from 'fastify';
 import { after, before, describe, it } from 'node:test';
 import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
 
@@ -143,7 +144,7 @@ describe('seckill admission', () => {
     const { orderId } = (await claim(t, v.id, 71, { quantity: 1 })).json();
     const own = await t.app.inject({ method: 'GET', url: `/api/orders/${orderId}`, headers: { authorization: `Bearer ${await t.token(71)}` } });
     assert.equal(own.statusCode, 200);
-    assert.deepEqual({ ...own.json(), createdAt: undefined }, {
+    assert.deepEqual({ ...(own.json() as object), createdAt: undefined }, {
       id: orderId,
       voucherId: v.id,
       userId: '71',
@@ -167,7 +168,7 @@ describe('bad claims change nothing', () => {
     const user = `Bearer ${await t.token(81)}`;
     const url = `/api/vouchers/${v.id}/orders`;
     const json = { authorization: user, 'content-type': 'application/json' };
-    const cases: [string, Parameters<TestApp['app']['inject']>[0], number, string][] = [
+    const cases: [string, InjectOptions, number, string][] = [
       ['no token', { method: 'POST', url }, 401, 'UNAUTHORIZED'],
       ['garbage token', { method: 'POST', url, headers: { authorization: 'Bearer abc.def.ghi' } }, 401, 'UNAUTHORIZED'],
       ['quantity 0', { method: 'POST', url, headers: json, payload: { quantity: 0 } }, 400, 'INVALID_REQUEST'],

@@ -16,11 +16,11 @@ export function uniqueName(label: string): string {
   return `t_${label.replace(/[^A-Za-z0-9]/g, '_').slice(0, 20)}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
 }
 
-export function testConfig(label: string, overrides: Record<string, string> = {}): Config {
+export function testConfig(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Config {
   const name = uniqueName(label);
   return loadConfig({
     REDIS_URL,
-    DATABASE_URL: `${MYSQL_SERVER}/${name}`,
+    DATABASE_URL: `${mysqlServer}/${name}`,
     REDIS_PREFIX: name,
     JWT_SECRET: 'test-secret',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -46,8 +46,9 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(label: string, overrides: Record<string, string> = {}): Promise<TestApp> {
-  const config = testConfig(label, overrides);
+/** `mysqlServer` lets a test reach the database through a proxy it can cut. */
+export async function startTestApp(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Promise<TestApp> {
+  const config = testConfig(label, overrides, mysqlServer);
   const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
   const app = await buildApp(c.appDeps);
   await app.ready();

@@ -18,10 +18,10 @@ export interface Guards {
 export function createGuards(tokens: TokenService): Guards {
   return {
     async user(request) {
-      request.principal = await tokens.verify(request.headers.authorization);
+      request.principal = tokens.verify(request.headers.authorization);
     },
     async admin(request) {
-      const principal = await tokens.verify(request.headers.authorization);
+      const principal = tokens.verify(request.headers.authorization);
       if (!principal.admin) throw new AppError('FORBIDDEN', 'admin role required');
       request.principal = principal;
     },

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createDb } from '../src/infra/db/database.js';
+import { AdmitCode } from '../src/infra/redis/scripts.js';
+import { CONSUMER_GROUP, ensureConsumerGroups } from '../src/pipeline/consumer.js';
+import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from './helpers.js';
+import { assertInvariants, waitForDrain } from './invariants.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+function startWorker(t: TestApp, name: string): ChildProcess {
+  const c = t.c.config;
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'worker'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      REDIS_URL: c.redisUrl,
+      DATABASE_URL: c.databaseUrl,
+      REDIS_PREFIX: c.redisPrefix,
+      SHARDS: String(c.shards),
+      JWT_SECRET: c.jwtSecret,
+      CLAIM_IDLE_MS: String(c.claimIdleMs),
+      PIPELINE_BATCH: String(c.pipelineBatch),
+      CONSUMER_NAME: name,
+      LOG_LEVEL: 'error',
+    },
+  });
+}
+
+const exited = (p: ChildProcess) => new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
+
+describe('pipeline failures', () => {
+  describe('a worker killed in the middle of a batch', () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
+    });
+    after(async () => {
+      await t.close();
+    });
+
+    it('when worker A is SIGKILLed holding entries, then worker B takes them over and every order is stored once', async () => {
+      const v = await createVoucher(t, { stock: 20_000 });
+      await ensureConsumerGroups(t.c.redis, t.c.keys);
+      const ids = new Set<string>();
+      const results = await Promise.all(
+        range(1, 20_000).map(async (u) => {
+          const r = await t.c.scripts.admit({ voucherId: BigInt(v.id), userId: BigInt(u), orderId: BigInt(1_000_000 + u), quantity: 1 });
+          return r.code === AdmitCode.ADMITTED ? r.orderId : null;
+        }),
+      );
+      for (const id of results) if (id) ids.add(id);
+      assert.equal(ids.size, 20_000);
+
+      const stream = t.c.keys.orders(t.c.keys.shardOf(BigInt(v.id)));
+      const pendingCount = async () => ((await t.c.redis.xpending(stream, CONSUMER_GROUP)) as [number])[0];
+      const storedCount = async () =>
+        Number((await t.c.db.selectFrom('orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      // Kill worker A once it has stored something while holding delivered, unacknowledged
+      // entries. A kill can land just after a batch was acknowledged; then try again.
+      let heldByDeadWorkers = 0;
+      for (let attempt = 1; heldByDeadWorkers === 0; attempt++) {
+        assert.ok(attempt <= 10, 'could not kill a worker in the middle of a batch');
+        const a = startWorker(t, `worker-a${attempt}`);
+        const aExit = exited(a);
+        const before = await storedCount();
+        while (!((await storedCount()) > before && (await pendingCount()) > 0)) await new Promise((r) => setTimeout(r, 5));
+        a.kill('SIGKILL');
+        await aExit;
+        heldByDeadWorkers = await pendingCount();
+      }
+      assert.ok((await storedCount()) < 20_000, 'killed before the backlog was drained');
+
+      const b = startWorker(t, 'worker-b');
+      const bExit = exited(b);
+      await waitForDrain(t.c, v.id, 60_000);
+      b.kill('SIGTERM');
+      assert.equal(await bExit, 0, 'SIGTERM exits cleanly');
+      await assertInvariants(t.c, v.id, [...ids]);
+    });
+  });
+
+  describe('the database unreachable during a sale', () => {
+    let t: TestApp;
+    const proxy = new TcpProxy('127.0.0.1', Number(new URL(MYSQL_SERVER).port || 3306));
+    before(async () => {
+      const port = await proxy.start();
+      t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
+    });
+    after(async () => {
+      await proxy.restore().catch(() => {});
+      await t.close();
+    });
+
+    it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {
+      const v = await createVoucher(t, { stock: 400 });
+      await t.c.startPipeline();
+      const early = await burst(t, v.id, range(1, 100));
+      await waitForDrain(t.c, v.id);
+
+      await proxy.cut();
+      const during = await burst(t, v.id, range(101, 300));
+      assert.equal(during.length, 300, 'admission does not need the database');
+      await new Promise((r) => setTimeout(r, 1500));
+      const direct = createDb(`${MYSQL_SERVER}/${new URL(t.c.config.databaseUrl).pathname.slice(1)}`, 1);
+      try {
+        const stored = await direct.selectFrom('orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+        assert.equal(Number(stored.n), 100, 'nothing stored while the database is unreachable');
+      } finally {
+        await direct.destroy();
+      }
+      assert.equal((await t.c.inflight.ofVoucher(BigInt(v.id))).length, 300);
+
+      await proxy.restore();
+      await waitForDrain(t.c, v.id, 30_000);
+      const truth = await assertInvariants(t.c, v.id, [...early, ...during]);
+      assert.equal(truth.orders.length, 400);
+      assert.equal(truth.dbStock, 0);
+    });
+  });
+});

@@ -1,0 +1,45 @@
+// A TCP proxy the tests can cut and restore, to make the database unreachable for one test file
+// without stopping the MariaDB server other files are using.
+import net from 'node:net';
+
+export class TcpProxy {
+  private server: net.Server | null = null;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(port = 0): Promise<number> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    this.server = server;
+    this.port = (server.address() as net.AddressInfo).port;
+    return this.port;
+  }
+
+  /** Drops every connection and refuses new ones (as if the server went away). */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Accepts connections again, on the same port. */
+  async restore(): Promise<void> {
+    await this.start(this.port);
+  }
+}
