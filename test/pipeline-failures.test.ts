@@ -92,8 +92,9 @@ describe('pipeline failures', () => {
       t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
     });
     after(async () => {
-      await proxy.restore().catch(() => {});
+      await proxy.restore();
       await t.close();
+      await proxy.stop();
     });
 
     it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {

@@ -24,7 +24,10 @@ export class TcpProxy {
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
     });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', resolve);
+    });
     this.server = server;
     this.port = (server.address() as net.AddressInfo).port;
     return this.port;
@@ -40,6 +43,10 @@ export class TcpProxy {
 
   /** Accepts connections again, on the same port. */
   async restore(): Promise<void> {
-    await this.start(this.port);
+    if (!this.server) await this.start(this.port);
+  }
+
+  async stop(): Promise<void> {
+    await this.cut();
   }
 }

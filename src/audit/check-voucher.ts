@@ -1,0 +1,115 @@
+// The invariants of DESIGN.md §2 for one voucher, evaluated against both stores. Meant for a
+// drained voucher (tests, demo, bench verdicts): in-flight orders are reported, not excused.
+import type { Redis } from 'ioredis';
+import type { Db } from '../infra/db/database.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import type { InflightReader } from '../seckill/inflight.js';
+
+export interface Check {
+  id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5';
+  name: string;
+  ok: boolean;
+  /** What is wrong (first few offenders), empty when ok. */
+  problems: string[];
+}
+
+export interface VoucherAudit {
+  ok: boolean;
+  checks: Check[];
+  initialStock: number;
+  dbStock: number;
+  redisStock: number | null;
+  sold: number;
+  orders: Record<string, number>;
+  inflight: number;
+}
+
+export interface AuditDeps {
+  db: Db;
+  redis: Redis;
+  keys: KeySpace;
+  inflight: InflightReader;
+}
+
+const FIRST = 10;
+const ACTIVE = new Set(['pending_payment', 'paid']);
+
+function sameCounts(a: Map<string, number>, b: Map<string, number>, label: [string, string]): string[] {
+  const problems: string[] = [];
+  for (const user of new Set([...a.keys(), ...b.keys()])) {
+    if ((a.get(user) ?? 0) !== (b.get(user) ?? 0)) problems.push(`user ${user}: ${label[0]} ${a.get(user) ?? 0}, ${label[1]} ${b.get(user) ?? 0}`);
+  }
+  return problems;
+}
+
+/**
+ * @param admitted order ids a client saw admitted (202); when given, each must be stored (I3).
+ */
+export async function auditVoucher({ db, redis, keys, inflight }: AuditDeps, voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null> {
+  const id = voucherId.toString();
+  const voucher = await db.selectFrom('vouchers').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!voucher) return null;
+  const orders = await db
+    .selectFrom('orders')
+    .select(['id', 'user_id', 'quantity', 'status', 'failure_reason'])
+    .where('voucher_id', '=', id)
+    .execute();
+  const quantities = new Map(
+    (await db.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', id).where('quantity', '>', 0).execute()).map(
+      (r) => [r.user_id, r.quantity],
+    ),
+  );
+  const [stock, inflightCounter] = await redis.hmget(keys.voucher(voucherId), 'stock', 'inflight');
+  const buyers = new Map(Object.entries(await redis.hgetall(keys.buyers(voucherId))).map(([u, q]) => [u, Number(q)]));
+  const pending = await inflight.ofVoucher(voucherId);
+  const redisStock = stock === null ? null : Number(stock);
+
+  const active = orders.filter((o) => ACTIVE.has(o.status));
+  const sold = active.reduce((n, o) => n + o.quantity, 0);
+  const perUser = new Map<string, number>();
+  for (const o of active) perUser.set(o.user_id, (perUser.get(o.user_id) ?? 0) + o.quantity);
+  const byStatus: Record<string, number> = { pending_payment: 0, paid: 0, cancelled: 0, expired: 0, failed: 0 };
+  for (const o of orders) byStatus[o.status] = (byStatus[o.status] ?? 0) + 1;
+
+  const i1: string[] = [];
+  if (sold > voucher.initial_stock) i1.push(`sold ${sold} > initial stock ${voucher.initial_stock}`);
+  if (voucher.stock !== voucher.initial_stock - sold) i1.push(`DB stock ${voucher.stock} != initial ${voucher.initial_stock} - sold ${sold}`);
+  if (voucher.stock < 0) i1.push(`DB stock ${voucher.stock} < 0`);
+
+  const i2 = [...perUser].filter(([, q]) => q > voucher.per_user_limit).map(([u, q]) => `user ${u} holds ${q} > limit ${voucher.per_user_limit}`);
+  i2.push(...sameCounts(quantities, perUser, ['quantity row', 'active orders']));
+
+  const stored = new Set(orders.map((o) => o.id));
+  const i3 = (admitted ?? []).filter((o) => !stored.has(o)).map((o) => `admitted order ${o} not stored`);
+  i3.push(...orders.filter((o) => o.status === 'failed' && !o.failure_reason).map((o) => `failed order ${o.id} has no reason`));
+
+  const i4: string[] = [];
+  if (pending.length) i4.push(`${pending.length} order(s) still in flight`);
+  if (Number(inflightCounter ?? 0) !== 0) i4.push(`in-flight counter ${inflightCounter}`);
+  if (voucher.kind === 'seckill') {
+    if (redisStock !== voucher.stock) i4.push(`Redis stock ${redisStock} != DB stock ${voucher.stock}`);
+    i4.push(...sameCounts(buyers, quantities, ['Redis', 'DB']));
+  }
+
+  const i5: string[] = [];
+  if (stored.size !== orders.length) i5.push(`${orders.length - stored.size} duplicated order id(s)`);
+  if (admitted && new Set(admitted).size !== admitted.length) i5.push('the same order id was admitted twice');
+
+  const checks: Check[] = [
+    { id: 'I1', name: 'no oversell', ok: i1.length === 0, problems: i1.slice(0, FIRST) },
+    { id: 'I2', name: 'per-user limit', ok: i2.length === 0, problems: i2.slice(0, FIRST) },
+    { id: 'I3', name: 'nothing lost', ok: i3.length === 0, problems: i3.slice(0, FIRST) },
+    { id: 'I4', name: 'Redis converges to the DB', ok: i4.length === 0, problems: i4.slice(0, FIRST) },
+    { id: 'I5', name: 'no duplicates', ok: i5.length === 0, problems: i5.slice(0, FIRST) },
+  ];
+  return {
+    ok: checks.every((c) => c.ok),
+    checks,
+    initialStock: voucher.initial_stock,
+    dbStock: voucher.stock,
+    redisStock,
+    sold,
+    orders: byStatus,
+    inflight: pending.length,
+  };
+}
