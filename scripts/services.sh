@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes Redis and MariaDB reachable for development, tests and the demo.
 #   scripts/services.sh up      use what already listens; otherwise install (Debian) and start
-#   scripts/services.sh down    stop only what this script started
+#   scripts/services.sh down [redis] [mariadb]   stop what this script started (all, or those named)
 #   scripts/services.sh status  say what answers
 # Idempotent: safe to run any number of times. Needs root only when it has to install or start.
 set -euo pipefail
@@ -88,11 +88,13 @@ case "$cmd" in
     if mariadb_up; then log "mariadb: already answering on $DB_HOST:$DB_PORT"; else start_mariadb; fi
     ;;
   down)
-    if [[ -f "$STATE_DIR/redis.started" ]]; then
+    shift || true
+    wanted=" ${*:-redis mariadb} "
+    if [[ $wanted == *" redis "* && -f "$STATE_DIR/redis.started" ]]; then
       log "stopping redis"; kill "$(cat "$STATE_DIR/redis.pid")" 2>/dev/null || true
       rm -f "$STATE_DIR/redis.started"
     fi
-    if [[ -f "$STATE_DIR/mariadb.started" ]]; then
+    if [[ $wanted == *" mariadb "* && -f "$STATE_DIR/mariadb.started" ]]; then
       log "stopping mariadb"; start-stop-daemon --stop --oknodo --exec /usr/sbin/mariadbd >/dev/null
       rm -f "$STATE_DIR/mariadb.started"
     fi

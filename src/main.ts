@@ -1,6 +1,7 @@
 // Composition root of the `seckill` command: configuration → the chosen command.
 import { Command } from 'commander';
 import { ConfigError, configTable, loadConfig } from './config.js';
+import { demo } from './cli/demo.js';
 import { migrate } from './cli/migrate.js';
 import { serve } from './cli/serve.js';
 import { token } from './cli/token.js';
@@ -38,6 +39,14 @@ program
   .option('--admin', 'grant the admin role')
   .option('--ttl <seconds>', 'lifetime in seconds (0 = no expiry)', '3600')
   .action((opts) => token(config(), opts));
+
+program
+  .command('demo')
+  .description('run a real flash sale on this machine and check the result against Redis and MariaDB')
+  .option('--big', '10,000 units for 100,000 buyers')
+  .option('--stock <units>', 'units for sale (default 100)')
+  .option('--buyers <count>', 'distinct buyers (default 1,000)')
+  .action((opts) => demo(config(), opts));
 
 program
   .command('config')
