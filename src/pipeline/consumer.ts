@@ -14,11 +14,11 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import { DEAD_LETTER_MAX_LEN, type Scripts } from '../infra/redis/scripts.js';
 import { isTransientDbError } from './db-errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from './entries.js';
+import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
 import { FailureReason, type Settlement, storeOrders } from './store-orders.js';
 
-export const CONSUMER_GROUP = 'order-writers';
+export { CONSUMER_GROUP };
 const MAX_BACKOFF_MS = 5_000;
-const DEAD_CONSUMER_IDLE_MS = 3_600_000;
 
 export interface PipelineOptions {
   consumer: string;
@@ -228,8 +228,8 @@ class Lane {
     for (const shard of this.shards) {
       if (this.closing) return;
       await this.reclaim(shard);
-      await this.trim(shard);
-      await this.forgetDeadConsumers(shard);
+      await trimAcknowledged(this.deps.redis, this.deps.keys.orders(shard));
+      await forgetDeadConsumers(this.deps.redis, this.deps.keys.orders(shard), this.deps.options.consumer);
     }
   }
 
@@ -255,41 +255,6 @@ class Lane {
     log.info({ shard, count: claimed.length }, 'took over entries idle on another consumer');
     await this.handle(claimed.map((raw) => parseEntry(shard, raw, deliveries.get(raw[0]) ?? 1)));
   }
-
-  /** Trims acknowledged entries only: everything below the oldest pending (or undelivered) entry. */
-  private async trim(shard: number): Promise<void> {
-    const { redis, keys } = this.deps;
-    const stream = keys.orders(shard);
-    const [count, lowest] = (await redis.xpending(stream, CONSUMER_GROUP)) as [number, string | null, string | null, unknown];
-    let minId: string;
-    if (count > 0 && lowest) {
-      minId = lowest;
-    } else {
-      const groups = (await redis.xinfo('GROUPS', stream)) as unknown[][];
-      const group = groups.map((g) => toRecord(g)).find((g) => g.name === CONSUMER_GROUP);
-      const last = String(group?.['last-delivered-id'] ?? '0-0');
-      const [ms = '0', seq = '0'] = last.split('-');
-      minId = `${ms}-${BigInt(seq) + 1n}`;
-    }
-    await redis.xtrim(stream, 'MINID', '~', minId);
-  }
-
-  private async forgetDeadConsumers(shard: number): Promise<void> {
-    const { redis, keys, options } = this.deps;
-    const stream = keys.orders(shard);
-    const consumers = ((await redis.xinfo('CONSUMERS', stream, CONSUMER_GROUP)) as unknown[][]).map(toRecord);
-    for (const c of consumers) {
-      if (c.name !== options.consumer && Number(c.pending) === 0 && Number(c.idle) > DEAD_CONSUMER_IDLE_MS) {
-        await redis.xgroup('DELCONSUMER', stream, CONSUMER_GROUP, String(c.name));
-      }
-    }
-  }
-}
-
-function toRecord(flat: unknown[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
-  return out;
 }
 
 export class OrderPipeline {

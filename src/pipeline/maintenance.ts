@@ -1,0 +1,41 @@
+// Housekeeping of the shard streams, run by every consumer now and then.
+import type { Redis } from 'ioredis';
+
+export const CONSUMER_GROUP = 'order-writers';
+const DEAD_CONSUMER_IDLE_MS = 3_600_000;
+
+function toRecord(flat: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
+  return out;
+}
+
+/**
+ * Bounded memory without losing anything: trims only entries below the oldest one that is still
+ * pending (delivered, not acknowledged) or not yet delivered. Returns the id trimmed below.
+ */
+export async function trimAcknowledged(redis: Redis, stream: string): Promise<string> {
+  const [count, lowest] = (await redis.xpending(stream, CONSUMER_GROUP)) as [number, string | null, string | null, unknown];
+  let minId: string;
+  if (count > 0 && lowest) {
+    minId = lowest;
+  } else {
+    const groups = ((await redis.xinfo('GROUPS', stream)) as unknown[][]).map(toRecord);
+    const last = String(groups.find((g) => g.name === CONSUMER_GROUP)?.['last-delivered-id'] ?? '0-0');
+    const [ms = '0', seq = '0'] = last.split('-');
+    minId = `${ms}-${BigInt(seq) + 1n}`;
+  }
+  // "~" lets Redis drop whole internal nodes only: cheaper, and never more than asked.
+  await redis.xtrim(stream, 'MINID', '~', minId);
+  return minId;
+}
+
+/** Forgets consumers (old process names) that hold nothing and have been idle for an hour. */
+export async function forgetDeadConsumers(redis: Redis, stream: string, self: string): Promise<void> {
+  const consumers = ((await redis.xinfo('CONSUMERS', stream, CONSUMER_GROUP)) as unknown[][]).map(toRecord);
+  for (const c of consumers) {
+    if (c.name !== self && Number(c.pending) === 0 && Number(c.idle) > DEAD_CONSUMER_IDLE_MS) {
+      await redis.xgroup('DELCONSUMER', stream, CONSUMER_GROUP, String(c.name));
+    }
+  }
+}
