@@ -125,6 +125,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 /** Markdown table of every setting, for the README (`seckill config --markdown`). */
 export function configTable(): string {
-  const rows = Object.values(settings).map((s) => `| \`${s.env}\` | \`${s.default}\` | ${s.doc} |`);
+  const rows = Object.values(settings).map((s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(derived)'} | ${s.doc} |`);
   return ['| variable | default | meaning |', '| --- | --- | --- |', ...rows].join('\n');
 }
