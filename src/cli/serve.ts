@@ -2,6 +2,7 @@ import { buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { createLogger } from '../logger.js';
+import { exitOnSignal } from './shutdown.js';
 
 export interface ServeOptions {
   migrate: boolean;
@@ -19,26 +20,8 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
   const app = await buildApp(container.appDeps);
   if (options.worker) await container.startPipeline();
   await app.listen({ port: config.port, host: config.host });
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down: finishing in-flight requests');
-    try {
-      await app.close();
-      await container.close();
-      log.info('stopped');
-      process.exit(0);
-    } catch (err) {
-      log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    }
-  };
-  onShutdownSignal(stop);
-}
-
-export function onShutdownSignal(stop: (signal: string) => Promise<void>): void {
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  exitOnSignal(log, async () => {
+    await app.close();
+    await container.close();
+  });
 }

@@ -186,13 +186,8 @@ class Lane {
         if (!outcome) return; // not decided: stays pending
         const isFailed = outcome.kind === 'failed';
         const compensated = await scripts.settle({
+          ...e,
           group: CONSUMER_GROUP,
-          shard: e.shard,
-          streamId: e.streamId,
-          orderId: e.orderId,
-          voucherId: e.voucherId,
-          userId: e.userId,
-          quantity: e.quantity,
           restoreStock: isFailed && outcome.restoreStock,
           restoreBuyer: isFailed,
           failureReason: isFailed ? outcome.reason : undefined,

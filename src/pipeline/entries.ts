@@ -1,13 +1,8 @@
 // Stream entries as written by admit-5.lua: o=orderId v=voucherId u=userId q=quantity t=createdMs.
 import { parseId } from '../ids/parse.js';
+import type { OrderRef } from '../infra/redis/scripts.js';
 
-export interface OrderEntry {
-  shard: number;
-  streamId: string;
-  orderId: string;
-  voucherId: bigint;
-  userId: string;
-  quantity: number;
+export interface OrderEntry extends OrderRef {
   createdAt: Date;
   /** Times the group has delivered this entry (1 on first read). */
   deliveries: number;

@@ -63,14 +63,18 @@ export interface WarmInput {
   expireAtSeconds: number;
 }
 
-export interface SettleInput {
-  group: string;
+/** One admitted order as its stream entry names it. */
+export interface OrderRef {
   shard: number;
   streamId: string;
   orderId: string;
   voucherId: bigint;
   userId: string;
   quantity: number;
+}
+
+export interface SettleInput extends OrderRef {
+  group: string;
   /** Give the unit back to Redis stock (the database never took it, but had it). */
   restoreStock: boolean;
   /** Take the units off the buyer's count (the order will never hold them). */
