@@ -66,6 +66,7 @@ describe('order pipeline', () => {
       await waitForDrain(t.c, v.id);
       const entries = (await streamEntries(v.id)).filter((e) => admitted.includes(e.orderId));
       const again = await storeOrders(pipelineOff.db, entries);
+      assert.equal(again.size, entries.length);
       assert.ok([...again.values()].every((s) => s.kind === 'stored'));
       await assertInvariants(t.c, v.id, admitted);
     } finally {

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { createRedis } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { DEAD_LETTER_MAX_LEN, type Scripts } from '../infra/redis/scripts.js';
+import { DEAD_LETTER_MAX_LEN, type Scripts, type SettleInput } from '../infra/redis/scripts.js';
 import { isTransientDbError } from './db-errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from './entries.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
@@ -129,7 +129,9 @@ class Lane {
       const reason = `${FailureReason.POISON}: not stored after ${this.deps.options.maxDeliveries} deliveries`;
       await this.storeAndSettle(poison, reason);
     }
-    if (normal.length) await this.storeAndSettle(normal);
+    // XREADGROUP's COUNT is per stream: cut what a multi-stream read returned to the batch size.
+    const size = this.deps.options.batchSize;
+    for (let i = 0; i < normal.length; i += size) await this.storeAndSettle(normal.slice(i, i + size));
   }
 
   /**
@@ -150,10 +152,17 @@ class Lane {
    */
   private async store(entries: OrderEntry[], failAll?: string): Promise<Map<string, Settlement> | null> {
     let backoff = 100;
+    // A first delivery is normally not stored yet, so the lookup is skipped; a duplicate key
+    // error (the same order entered twice, or a racing consumer) turns it back on.
+    let checkStored = entries.some((e) => e.deliveries > 1);
     for (;;) {
       try {
-        return await storeOrders(this.deps.db, entries, failAll);
+        return await storeOrders(this.deps.db, entries, { failAll, checkStored });
       } catch (err) {
+        if ((err as { code?: string }).code === 'ER_DUP_ENTRY' && !checkStored) {
+          checkStored = true;
+          continue;
+        }
         if (!isTransientDbError(err)) {
           if (entries.length === 1) {
             const { message, code } = err as { message?: string; code?: string };
@@ -177,27 +186,36 @@ class Lane {
     }
   }
 
+  /** One settle script call per shard for the whole batch. */
   private async settle(entries: OrderEntry[], decided: Map<string, Settlement>): Promise<void> {
-    const { scripts, events } = this.deps;
+    const { scripts, events, log } = this.deps;
+    const byShard = new Map<number, SettleInput[]>();
+    for (const e of entries) {
+      const outcome = decided.get(e.orderId);
+      if (!outcome) continue; // not decided: stays pending
+      const isFailed = outcome.kind === 'failed';
+      const input: SettleInput = {
+        ...e,
+        restoreStock: isFailed && outcome.restoreStock,
+        restoreBuyer: isFailed,
+        failureReason: isFailed ? outcome.reason : undefined,
+      };
+      const list = byShard.get(e.shard);
+      if (list) list.push(input);
+      else byShard.set(e.shard, [input]);
+    }
     let stored = 0;
-    await Promise.all(
-      entries.map(async (e) => {
-        const outcome = decided.get(e.orderId);
-        if (!outcome) return; // not decided: stays pending
-        const isFailed = outcome.kind === 'failed';
-        const compensated = await scripts.settle({
-          ...e,
-          group: CONSUMER_GROUP,
-          restoreStock: isFailed && outcome.restoreStock,
-          restoreBuyer: isFailed,
-          failureReason: isFailed ? outcome.reason : undefined,
-        });
-        if (isFailed && compensated) {
-          events?.failed?.(outcome.reason.split(':')[0]!);
-          this.deps.log.warn({ orderId: e.orderId, reason: outcome.reason }, 'order failed; Redis compensated');
-        } else if (!isFailed) stored += 1;
-      }),
-    );
+    for (const [shard, inputs] of byShard) {
+      const settled = await scripts.settle(CONSUMER_GROUP, shard, inputs);
+      inputs.forEach((input, i) => {
+        if (!settled[i]) return; // settled before (redelivery): counted then
+        if (!input.failureReason) stored += 1;
+        else {
+          events?.failed?.(input.failureReason.split(':')[0]!);
+          log.warn({ orderId: input.orderId, reason: input.failureReason }, 'order failed; Redis compensated');
+        }
+      });
+    }
     if (stored) events?.stored?.(stored);
   }
 

@@ -151,16 +151,24 @@ async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
     .execute();
 }
 
+export interface StoreOptions {
+  /** Store entries not stored yet as failed with this reason (poison). */
+  failAll?: string;
+  /** Look up which orders are stored already (redelivery); without it a stored one fails the insert. */
+  checkStored?: boolean;
+}
+
 /**
  * Decides and stores every entry; returns how each order must be settled in Redis.
- * With `failAll`, entries not stored yet are stored as failed with that reason (poison).
  * Throws on database errors; the caller retries transient ones with the same entries.
  */
-export async function storeOrders(db: Db, entries: OrderEntry[], failAll?: string): Promise<Map<string, Settlement>> {
+export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true }: StoreOptions = {}): Promise<Map<string, Settlement>> {
   const out = new Map<string, Settlement>();
   if (entries.length === 0) return out;
-  await db.transaction().execute(async (trx) => {
-    await alreadyStored(trx, entries, out);
+  // READ COMMITTED: the voucher row lock already serialises a voucher's batches; the default
+  // REPEATABLE READ would also gap-lock missing quantity rows and deadlock neighbouring vouchers.
+  await db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
+    if (checkStored) await alreadyStored(trx, entries, out);
     const fresh = entries.filter((e) => !out.has(e.orderId));
     const rows: OrderRow[] = [];
     if (failAll) {

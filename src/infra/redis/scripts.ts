@@ -1,4 +1,5 @@
-// Typed wrappers of the Lua scripts in ./lua. Each file is `name-<numKeys>.lua`; ioredis'
+// Typed wrappers of the Lua scripts in ./lua. Each file is `name-<numKeys>.lua` (`name-n.lua`:
+// the number of keys varies and is given per call); ioredis'
 // defineCommand sends EVALSHA and falls back to EVAL when the server answers NOSCRIPT
 // (script cache flushed, failover to a replica that never saw the script).
 import { readFileSync, readdirSync } from 'node:fs';
@@ -14,12 +15,13 @@ type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
 function defineAll(redis: Redis): Record<string, ScriptCall> {
   const calls: Record<string, ScriptCall> = {};
   for (const file of readdirSync(LUA_DIR)) {
-    const match = /^([a-z]+)-(\d+)\.lua$/.exec(file);
+    const match = /^([a-z]+)-(\d+|n)\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match as unknown as [string, string, string];
     const command = `sk_${name}`;
     if (!(command in redis)) {
-      redis.defineCommand(command, { numberOfKeys: Number(keys), lua: readFileSync(LUA_DIR + file, 'utf8') });
+      const lua = readFileSync(LUA_DIR + file, 'utf8');
+      redis.defineCommand(command, keys === 'n' ? { lua } : { numberOfKeys: Number(keys), lua });
     }
     calls[name] = (redis as unknown as Record<string, ScriptCall>)[command]!.bind(redis);
   }
@@ -74,7 +76,6 @@ export interface OrderRef {
 }
 
 export interface SettleInput extends OrderRef {
-  group: string;
   /** Give the unit back to Redis stock (the database never took it, but had it). */
   restoreStock: boolean;
   /** Take the units off the buyer's count (the order will never hold them). */
@@ -92,8 +93,11 @@ export interface Scripts {
   /** High-water timestamp to start from, or -1 when another owner holds the lease. */
   lease(workerId: number, owner: string, ttlMs: number, issuedMs: number): Promise<number>;
   release(workerId: number, owner: string, issuedMs: number): Promise<boolean>;
-  /** Acknowledges an entry and clears its in-flight record; true when this call compensated. */
-  settle(input: SettleInput): Promise<boolean>;
+  /**
+   * Acknowledges entries of ONE shard and clears their in-flight records, in one round trip.
+   * Returns, per entry, true when this call removed the record (and compensated, if asked).
+   */
+  settle(group: string, shard: number, orders: SettleInput[]): Promise<boolean[]>;
 }
 
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
@@ -134,24 +138,22 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
     async release(workerId, owner, issuedMs) {
       return (await call.release!(keys.workerLease(workerId), keys.workerHighWater(workerId), owner, issuedMs)) === 1;
     },
-    async settle(s) {
-      const settled = await call.settle!(
-        keys.orders(s.shard),
-        keys.inflight(s.shard),
-        keys.voucher(s.voucherId),
-        keys.buyers(s.voucherId),
-        keys.deadLetters(s.shard),
-        s.group,
-        s.streamId,
-        s.orderId,
-        s.userId,
-        s.quantity,
-        s.restoreStock ? 1 : 0,
-        s.restoreBuyer ? 1 : 0,
-        s.failureReason ?? '',
-        DEAD_LETTER_MAX_LEN,
-      );
-      return settled === 1;
+    async settle(group, shard, orders) {
+      if (orders.length === 0) return [];
+      const keyList = [keys.orders(shard), keys.inflight(shard), keys.deadLetters(shard)];
+      const voucherIndex = new Map<bigint, number>();
+      const args: (string | number)[] = [group, DEAD_LETTER_MAX_LEN];
+      for (const o of orders) {
+        if (keys.shardOf(o.voucherId) !== shard) throw new Error(`order ${o.orderId} is not on shard ${shard}`);
+        let index = voucherIndex.get(o.voucherId);
+        if (index === undefined) {
+          index = keyList.push(keys.voucher(o.voucherId), keys.buyers(o.voucherId)) - 1; // 1-based index of the voucher key
+          voucherIndex.set(o.voucherId, index);
+        }
+        args.push(o.streamId, o.orderId, o.userId, o.quantity, o.restoreStock ? 1 : 0, o.restoreBuyer ? 1 : 0, o.failureReason ?? '', index);
+      }
+      const flags = (await call.settle!(keyList.length, ...keyList, ...args)) as number[];
+      return flags.map((f) => f === 1);
     },
   };
 }

@@ -1,0 +1,38 @@
+-- settle: finish a batch of stream entries of one shard after the database has decided them.
+-- Called with a variable number of keys (numKeys given per call):
+-- KEYS[1] order stream (shard)  KEYS[2] in-flight hash (shard)  KEYS[3] dead-letter stream (shard)
+-- KEYS[4..] voucher hash, buyers hash, voucher hash, buyers hash, ... (every voucher of the batch)
+-- ARGV[1] consumer group  ARGV[2] dead-letter max length
+-- then 8 values per order: stream entry id, orderId, userId, quantity, restore stock (0/1),
+--   restore buyer count (0/1), failure reason ("" when stored), index in KEYS of its voucher hash
+-- Returns one flag per order: 1 when this call removed its in-flight record (and compensated, if
+-- asked), 0 when an earlier call already had. The in-flight record is the token that makes
+-- compensation happen once; only the call that acknowledges an entry copies it to dead letters.
+local result = {}
+for i = 3, #ARGV, 8 do
+  local streamId, orderId, userId = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local quantity = tonumber(ARGV[i + 3])
+  local reason = ARGV[i + 6]
+  local voucherKey = KEYS[tonumber(ARGV[i + 7])]
+  local buyersKey = KEYS[tonumber(ARGV[i + 7]) + 1]
+  local settled = 0
+  if redis.call('HDEL', KEYS[2], orderId) == 1 then
+    settled = 1
+    -- A missing voucher hash is rebuilt from the database later; never create a partial one here.
+    if redis.call('EXISTS', voucherKey) == 1 then
+      redis.call('HINCRBY', voucherKey, 'inflight', -1)
+      if ARGV[i + 4] == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
+      if ARGV[i + 5] == '1' and redis.call('HINCRBY', buyersKey, userId, -quantity) <= 0 then
+        redis.call('HDEL', buyersKey, userId)
+      end
+    end
+  end
+  if redis.call('XACK', KEYS[1], ARGV[1], streamId) == 1 and reason ~= '' then
+    local entry = redis.call('XRANGE', KEYS[1], streamId, streamId)
+    local fields = {}
+    if entry[1] then fields = entry[1][2] end
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'entry', streamId, 'reason', reason, unpack(fields))
+  end
+  result[#result + 1] = settled
+end
+return result
