@@ -15,7 +15,7 @@ log() { printf 'services: %s\n' "$*" >&2; }
 redis_up() {
   # RESP PING over bash's /dev/tcp: works before redis-cli is installed.
   local reply
-  exec 3<>"/dev/tcp/$REDIS_HOST/$REDIS_PORT" 2>/dev/null || return 1
+  { exec 3<>"/dev/tcp/$REDIS_HOST/$REDIS_PORT"; } 2>/dev/null || return 1
   printf 'PING\r\n' >&3
   read -r -t 2 reply <&3 || true
   exec 3>&- 3<&-
