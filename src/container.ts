@@ -86,7 +86,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
           ids,
           scripts,
           redisState,
-          onOutcome: (outcome) => metrics.claims.inc({ outcome }),
+          onOutcome: metrics.countClaim,
         }),
       },
       orders: { getOrder: getOrderUseCase({ orders: createOrderRepository(db), inflight }) },

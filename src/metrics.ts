@@ -3,6 +3,8 @@ import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 export interface Metrics {
   registry: Registry;
   claims: Counter<'outcome'>;
+  /** Counts one claim outcome; label children are cached (no label hashing per request). */
+  countClaim(outcome: string): void;
   stored: Counter;
   failed: Counter<'reason'>;
   retries: Counter;
@@ -34,5 +36,11 @@ export function createMetrics(): Metrics {
     help: 'Order batches retried after a transient database error.',
     registers: [registry],
   });
-  return { registry, claims, stored, failed, retries };
+  const claimChildren = new Map<string, ReturnType<typeof claims.labels>>();
+  const countClaim = (outcome: string) => {
+    let child = claimChildren.get(outcome);
+    if (!child) claimChildren.set(outcome, (child = claims.labels(outcome)));
+    child.inc();
+  };
+  return { registry, claims, countClaim, stored, failed, retries };
 }

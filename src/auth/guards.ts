@@ -1,6 +1,6 @@
 // onRequest hooks: authentication runs before body validation, so an anonymous caller gets 401,
 // not a hint about the body.
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import type { Principal, TokenService } from './tokens.js';
 
@@ -10,20 +10,33 @@ declare module 'fastify' {
   }
 }
 
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
+
 export interface Guards {
-  user(request: FastifyRequest): Promise<void>;
-  admin(request: FastifyRequest): Promise<void>;
+  user: Hook;
+  admin: Hook;
 }
 
+/** Callback-style hooks: verification is synchronous, so no promise per request. */
 export function createGuards(tokens: TokenService): Guards {
   return {
-    async user(request) {
-      request.principal = tokens.verify(request.headers.authorization);
+    user(request, _reply, done) {
+      try {
+        request.principal = tokens.verify(request.headers.authorization);
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
     },
-    async admin(request) {
-      const principal = tokens.verify(request.headers.authorization);
-      if (!principal.admin) throw new AppError('FORBIDDEN', 'admin role required');
-      request.principal = principal;
+    admin(request, _reply, done) {
+      try {
+        const principal = tokens.verify(request.headers.authorization);
+        if (!principal.admin) throw new AppError('FORBIDDEN', 'admin role required');
+        request.principal = principal;
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
     },
   };
 }
