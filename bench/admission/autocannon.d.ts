@@ -1,12 +1,10 @@
-// Minimal typings for autocannon 8 (the package ships none and @types/autocannon is not a
-// dependency). Only what the admission benchmark uses is declared. `Client.reqsMade` and
-// `Client.responseMax` are internals of lib/httpClient.js that run.ts relies on to drain the
-// connections gracefully; they are pinned by the exact devDependency version.
+// Minimal typings for autocannon 8 (it ships none): only what run.ts uses. `Client.reqsMade` and
+// `Client.responseMax` are internals of lib/httpClient.js that run.ts sets to drain the connections
+// gracefully; the exact devDependency version pins them.
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';
 
   namespace autocannon {
-    /** The request as the builder sees it; setupRequest may change any field. */
     interface RequestData {
       method: string;
       path: string;
@@ -14,66 +12,34 @@ declare module 'autocannon' {
       body?: string | Buffer;
     }
 
-    interface RequestSpec {
-      method?: string;
-      path?: string;
-      headers?: Record<string, string>;
-      body?: string | Buffer;
-      setupRequest?: (request: RequestData, context: Record<string, unknown>) => RequestData | null | undefined;
-    }
-
     /** One connection. */
     interface Client extends EventEmitter {
       /** Requests written so far on this connection. */
       reqsMade: number;
-      /** When set, the client stops (emits 'done') once reqsMade reaches it and no response is pending. */
+      /** When set, the client stops once reqsMade reaches it and no response is pending. */
       responseMax?: number;
-      destroyed: boolean;
     }
 
     interface Options {
       url: string;
       connections?: number;
-      pipelining?: number;
       duration?: number;
-      amount?: number;
       timeout?: number;
       sampleInt?: number;
       method?: string;
       headers?: Record<string, string>;
-      body?: string | Buffer;
-      requests?: RequestSpec[];
+      body?: string;
+      requests?: { setupRequest?: (request: RequestData) => RequestData }[];
       setupClient?: (client: Client) => void;
     }
 
-    interface Histogram {
-      average: number;
-      mean: number;
-      stddev: number;
-      min: number;
-      max: number;
-      p50: number;
-      p90: number;
-      p99: number;
-      [percentile: string]: number;
-    }
-
     interface Result {
-      latency: Histogram;
-      requests: Histogram;
-      duration: number;
+      /** Connection errors and timeouts. */
       errors: number;
-      timeouts: number;
-      non2xx: number;
-      totalRequests: number;
-      totalCompletedRequests: number;
-      statusCodeStats: Record<string, { count: number }>;
     }
 
     interface Instance extends EventEmitter {
-      stop(): void;
       on(event: 'response', listener: (client: Client, statusCode: number, resBytes: number, responseTimeMs: number) => void): this;
-      on(event: string, listener: (...args: any[]) => void): this;
     }
   }
 

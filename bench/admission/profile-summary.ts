@@ -1,6 +1,9 @@
-// Summarises a .cpuprofile written by `run.ts --profile` (V8 sampling profile of the server child
-// during the measured window): where the server's CPU time goes, by area and by function.
+// Summarises a .cpuprofile written by `run.ts --profile` (V8 sampling profile of a server child's
+// measured window): busy time by cost centre, then the top functions by self and inclusive time.
 //   node --import tsx bench/admission/profile-summary.ts <file.cpuprofile> [--top 25]
+// Samples are wall-clock: when a socket write wakes the load generator or Redis and the kernel
+// lets it run on this core, the server's time off-CPU is charged to that write. The two "socket
+// write" centres therefore overstate the server's own CPU on an oversubscribed machine.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -9,13 +12,11 @@ interface CallFrame {
   url: string;
   lineNumber: number;
 }
-
 interface ProfileNode {
   id: number;
   callFrame: CallFrame;
   children?: number[];
 }
-
 interface CpuProfile {
   nodes: ProfileNode[];
   startTime: number;
@@ -24,15 +25,30 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
-/** Coarse owner of a frame: our code, a package, Node internals, or a V8 pseudo-frame. */
-function area(frame: CallFrame): string {
-  const { url, functionName } = frame;
-  if (!url) return functionName.startsWith('(') ? functionName : '(native)';
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg) return pkg[1]!;
-  if (url.startsWith('node:')) return 'node: ' + url.slice(5).split('/')[0];
-  const local = /\/(src|bench)\/(.+)$/.exec(url);
-  return local ? `${local[1]}/${local[2]}` : url;
+/** A sample belongs to the first centre that matches a frame of its stack (leaf first). */
+const CENTRES: [string, (f: CallFrame) => boolean][] = [
+  ['GC', (f) => f.functionName === '(garbage collector)'],
+  ['JWT verification (fast-jwt)', (f) => f.url.includes('/fast-jwt/')],
+  ['error reply (Fastify error handler)', (f) => f.url.includes('fastify/lib/error-handler')],
+  ['reply: serialisation, headers', (f) => f.url.includes('fastify/lib/reply') && f.functionName === 'Reply.send'],
+  ['ioredis: commands, pipelining, replies', (f) => f.url.includes('/ioredis/')],
+  ['body parsing, validation', (f) => /content-type-parser|secure-json-parse|validation/.test(f.url)],
+  ['logging (pino)', (f) => f.url.includes('/pino/')],
+  ['metrics (prom-client)', (f) => f.url.includes('/prom-client/')],
+  ['application code (src/)', (f) => /\/src\//.test(f.url) && !f.url.includes('node_modules')],
+  ['Fastify: routing, hooks, request objects', (f) => /node_modules\/(fastify|find-my-way|@fastify|toad-cache)\//.test(f.url)],
+];
+const OTHER = 'Node core: HTTP parser, streams, promises, timers';
+const SOCKET_WRITE = /^write(v|Utf8String|Buffer|Latin1String)$/;
+
+function centreOf(stack: CallFrame[]): string {
+  const leaf = stack[0]!;
+  if (leaf.functionName === '(program)') return '(program): V8/native outside JS';
+  if (SOCKET_WRITE.test(leaf.functionName)) {
+    return stack.some((f) => f.url.includes('/ioredis/')) ? 'socket write syscall: to Redis' : 'socket write syscall: HTTP replies';
+  }
+  for (const [name, test] of CENTRES) if (stack.some(test)) return name;
+  return OTHER;
 }
 
 function label(frame: CallFrame): string {
@@ -47,51 +63,42 @@ function main(): void {
   const top = Number(values.top);
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
 
-  // Self time per node: each sample's delta is charged to the node that was on top of the stack.
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  // Self time per node: each sample's delta goes to the node on top of the stack.
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
-  const totalUs = profile.endTime - profile.startTime;
-  const idleUs = [...byId.values()].filter((n) => n.callFrame.functionName === '(idle)').reduce((s, n) => s + (selfUs.get(n.id) ?? 0), 0);
-  const busyUs = totalUs - idleUs;
 
-  const selfByArea = new Map<string, number>();
-  const selfByFunction = new Map<string, number>();
-  for (const [id, us] of selfUs) {
-    const frame = byId.get(id)!.callFrame;
-    selfByArea.set(area(frame), (selfByArea.get(area(frame)) ?? 0) + us);
-    selfByFunction.set(label(frame), (selfByFunction.get(label(frame)) ?? 0) + us);
-  }
-
-  // Inclusive time per function: self time of its subtree, counted once per stack (recursion).
+  const centres = new Map<string, number>();
+  const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
-  const parents = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parents.set(c, n.id);
+  const add = (m: Map<string, number>, k: string, us: number) => m.set(k, (m.get(k) ?? 0) + us);
+  let busyUs = 0;
   for (const [id, us] of selfUs) {
-    const seen = new Set<string>();
-    for (let cur: number | undefined = id; cur !== undefined; cur = parents.get(cur)) {
-      const key = label(byId.get(cur)!.callFrame);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      inclusive.set(key, (inclusive.get(key) ?? 0) + us);
-    }
+    const stack: CallFrame[] = [];
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) stack.push(byId.get(cur)!.callFrame);
+    if (stack[0]!.functionName === '(idle)') continue;
+    busyUs += us;
+    add(centres, centreOf(stack), us);
+    add(self, label(stack[0]!), us);
+    // Counted once per stack, so that recursion does not inflate it.
+    for (const key of new Set(stack.map(label))) if (key !== '(root)') add(inclusive, key, us);
   }
 
-  const pct = (us: number) => `${((us / busyUs) * 100).toFixed(1).padStart(5)}%`;
-  const print = (title: string, entries: Map<string, number>, skip: (k: string) => boolean = () => false) => {
+  const print = (title: string, entries: Map<string, number>, n: number) => {
     console.log(`\n${title}`);
-    [...entries.entries()]
-      .filter(([k]) => !skip(k))
+    [...entries]
       .sort((a, b) => b[1] - a[1])
-      .slice(0, top)
-      .forEach(([k, us]) => console.log(`${pct(us)}  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`));
+      .slice(0, n)
+      .forEach(([k, us]) => console.log(`${((us / busyUs) * 100).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`));
   };
-
-  console.log(`${file}`);
-  console.log(`window ${(totalUs / 1e6).toFixed(2)} s, busy ${(busyUs / 1e6).toFixed(2)} s (${((busyUs / totalUs) * 100).toFixed(0)}% of one core); percentages are of busy time`);
-  print('self time by area', selfByArea, (k) => k === '(idle)');
-  print('self time by function', selfByFunction, (k) => k.startsWith('(idle)'));
-  print('inclusive time by function', inclusive, (k) => k.startsWith('(idle)') || k.startsWith('(root)'));
+  const totalUs = profile.endTime - profile.startTime;
+  console.log(file);
+  console.log(`window ${(totalUs / 1e6).toFixed(2)} s, busy ${(busyUs / 1e6).toFixed(2)} s (${((busyUs / totalUs) * 100).toFixed(0)}%); percentages are of busy time`);
+  print('busy time by cost centre', centres, Infinity);
+  print('self time by function', self, top);
+  print('inclusive time by function', inclusive, top);
 }
 
 main();

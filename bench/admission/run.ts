@@ -1,280 +1,160 @@
-// Admission benchmark driver: the real claim endpoint against a bare Fastify endpoint, same run,
-// same machine, each server in its own child process (server.ts).
-//   node --import tsx bench/admission/run.ts [--duration 10] [--warmup 2] [--connections 64]
-//        [--tokens 300000] [--scenarios bare,admission,soldout] [--rounds 1] [--profile] [--json]
-// Every request carries its own user's bearer token and the body {} (the bare endpoint gets the
-// same bytes, so both servers parse the same requests). Scenarios may carry investigation knobs,
-// e.g. admission+sync-hmac (protocol.ts). --rounds N repeats the scenario sequence N times
-// (fresh children each round) and reports medians: on a shared VM the speed drifts within minutes,
-// and a ratio of two scenarios measured seconds apart is steadier than either figure alone. --profile writes a CPU profile of each server child for
-// its measured window to bench/admission/profiles/ (summarise with profile-summary.ts).
-// See README.md in this directory for what the numbers mean.
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+// Admission benchmark: the real claim endpoint against a bare Fastify endpoint, same run, same
+// machine, each server in its own child process (server.ts). See README.md.
+//   node --import tsx bench/admission/run.ts [--rounds 3] [--duration 10] [--connections 64]
+//        [--warmup 2] [--tokens 300000] [--scenarios bare,admission,soldout] [--profile] [--json]
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
-import { SignJWT } from 'jose';
 import { type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
-const SERVER_SCRIPT = fileURLToPath(new URL('./server.ts', import.meta.url));
 const TARGET_RATIO = 0.6;
 const TARGET_P99_MS = 20;
-/** Upper bound on the drain after the window closes (a response may take up to the timeout). */
-const DRAIN_LIMIT_S = 15;
-const REQUEST_TIMEOUT_S = 10;
+/** On 2 cores, anything more than this much foreign CPU visibly slows the run. */
+const OTHER_CORES_WARN = 0.2;
 
-// ---------------------------------------------------------------------------------------------
-// Options
+const note = (text: string) => process.stderr.write(`${text}\n`); // stdout stays clean for --json
 
-interface Options {
-  duration: number;
-  warmup: number;
-  connections: number;
-  tokens: number;
-  scenarios: Scenario[];
-  rounds: number;
-  profile: boolean;
-  json: boolean;
-  redisUrl: string;
-  mysqlServer: string;
-}
-
-function wholeNumber(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
-  return n;
-}
-
-function parseOptions(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv,
+function options() {
+  const { values: v } = parseArgs({
     options: {
+      rounds: { type: 'string', default: '1' },
       duration: { type: 'string', default: '10' },
-      warmup: { type: 'string', default: '2' },
       connections: { type: 'string', default: '64' },
+      warmup: { type: 'string', default: '2' },
       tokens: { type: 'string', default: '300000' },
       scenarios: { type: 'string', default: 'bare,admission,soldout' },
-      rounds: { type: 'string', default: '1' },
       profile: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
-    strict: true,
   });
+  const int = (name: string, raw: string, min: number) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
+    return n;
+  };
   return {
-    duration: wholeNumber('duration', values.duration, 1),
-    warmup: wholeNumber('warmup', values.warmup, 0),
-    connections: wholeNumber('connections', values.connections, 1),
-    tokens: wholeNumber('tokens', values.tokens, 1),
-    scenarios: values.scenarios.split(',').map((s) => parseScenario(s.trim())),
-    rounds: wholeNumber('rounds', values.rounds, 1),
-    profile: values.profile,
-    json: values.json,
+    rounds: int('rounds', v.rounds, 1),
+    duration: int('duration', v.duration, 1),
+    connections: int('connections', v.connections, 1),
+    warmup: int('warmup', v.warmup, 0),
+    tokens: int('tokens', v.tokens, 1),
+    scenarios: v.scenarios.split(',').map((s) => parseScenario(s.trim())),
+    profile: v.profile,
+    json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
   };
 }
+type Options = ReturnType<typeof options>;
 
-/** Progress goes to stderr so that `--json > file` captures only the result. */
-const note = (text: string) => process.stderr.write(`${text}\n`);
-
-// ---------------------------------------------------------------------------------------------
-// Tokens: one per user, signed before any load so that signing never competes with the servers.
-
-interface TokenPool {
-  /** `Bearer <jwt>` of the next unused user. */
-  next(): string;
-  /** Starts again at user 1 (each scenario has its own voucher, so users may repeat across them). */
-  rewind(): void;
-  used(): number;
-  /** Times the pool ran out and users repeated (a repeated user is refused: the run is invalid). */
-  wraps(): number;
-}
-
-async function signTokens(secret: string, count: number): Promise<TokenPool> {
-  const key = new TextEncoder().encode(secret);
+/**
+ * One token per user (users 1..count), signed before any load, so that every request comes from a
+ * different buyer (perUserLimit is 1) and the server's verification cache never hits.
+ */
+function signTokens(secret: string, count: number) {
+  const sign = createSigner({ key: secret, algorithm: 'HS256' });
   const exp = Math.floor(Date.now() / 1000) + 3600;
-  const headers: string[] = new Array(count);
-  const CHUNK = 1000;
-  for (let start = 0; start < count; start += CHUNK) {
-    const jobs: Promise<void>[] = [];
-    for (let i = start; i < Math.min(count, start + CHUNK); i++) {
-      // The claims TokenService.sign({userId, admin:false}) writes: sub, iat, exp; users 1..count.
-      jobs.push(
-        new SignJWT({})
-          .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-          .setSubject(String(i + 1))
-          .setIssuedAt()
-          .setExpirationTime(exp)
-          .sign(key)
-          .then((jwt) => void (headers[i] = `Bearer ${jwt}`)),
-      );
-    }
-    await Promise.all(jobs);
-  }
-  let cursor = 0;
-  let wraps = 0;
+  const headers = Array.from({ length: count }, (_, i) => `Bearer ${sign({ sub: String(i + 1), exp })}`);
+  let used = 0;
   return {
-    next() {
-      if (cursor === count) {
-        cursor = 0;
-        wraps++;
-      }
-      return headers[cursor++]!;
-    },
-    rewind() {
-      cursor = 0;
-      wraps = 0;
-    },
-    used: () => wraps * count + cursor,
-    wraps: () => wraps,
+    next: () => headers[used++ % count]!,
+    /** Each scenario has its own voucher, so users may start again at 1. */
+    rewind: () => void (used = 0),
+    /** A repeated user is refused (LIMIT_EXCEEDED): the scenario's figures would be wrong. */
+    wrapped: () => used > count,
   };
 }
+type Tokens = ReturnType<typeof signTokens>;
 
-// ---------------------------------------------------------------------------------------------
-// Server children
-
-type Ready = Extract<ServerMessage, { type: 'ready' }>;
-type State = Extract<ServerMessage, { type: 'state' }>;
-
-interface ServerHandle {
-  ready: Ready;
-  state(): Promise<State>;
-  request(command: Command): Promise<ServerMessage>;
-  stop(): Promise<void>;
-}
-
-async function startServer(scenario: Scenario, env: ServerEnv): Promise<ServerHandle> {
-  const tag = `[${scenario.label}]`;
-  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ['--import', 'tsx', SERVER_SCRIPT, scenario.label], {
+async function startServer(scenario: Scenario, env: ServerEnv) {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./server.ts', import.meta.url)), scenario.label], {
     env: { ...process.env, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
-  child.stderr.on('data', (chunk: Buffer) => process.stderr.write(`${tag} ${chunk.toString()}`));
-  const waiting: ((message: ServerMessage) => void)[] = [];
+  const waiting: ((m: ServerMessage) => void)[] = [];
   let exited = false;
+  const exit = new Promise<void>((resolve) =>
+    child.once('exit', (code) => {
+      exited = true;
+      for (const w of waiting.splice(0)) w({ type: 'error', message: `server exited with code ${code}` });
+      resolve();
+    }),
+  );
   createInterface({ input: child.stdout }).on('line', (line) => {
     let message: ServerMessage;
     try {
       message = JSON.parse(line) as ServerMessage;
     } catch {
-      process.stderr.write(`${tag} ${line}\n`);
-      return;
+      return note(`[${scenario.label}] ${line}`);
     }
     const waiter = waiting.shift();
     if (waiter) waiter(message);
-    else if (message.type === 'error') note(`${tag} ${message.message}`);
+    else if (message.type === 'error') note(`[${scenario.label}] ${message.message}`);
   });
-  const exit = new Promise<void>((resolve) =>
-    child.once('exit', (code) => {
-      exited = true;
-      // Whoever still waits gets an error instead of hanging.
-      for (const waiter of waiting.splice(0)) waiter({ type: 'error', message: `server exited with code ${code}` });
-      resolve();
-    }),
-  );
-  const next = () =>
-    new Promise<ServerMessage>((resolve) => (exited ? resolve({ type: 'error', message: 'server exited' }) : waiting.push(resolve)));
+  const next = () => new Promise<ServerMessage>((resolve) => (exited ? resolve({ type: 'error', message: 'server exited' }) : waiting.push(resolve)));
+  const request = async <T extends ServerMessage['type']>(command: Command, expect: T) => {
+    const reply = next();
+    child.stdin.write(`${command}\n`);
+    const m = await reply;
+    if (m.type !== expect) throw new Error(`${scenario.label}: ${m.type === 'error' ? m.message : `unexpected ${m.type}`}`);
+    return m as Extract<ServerMessage, { type: T }>;
+  };
 
   const ready = await next();
   if (ready.type !== 'ready') {
     child.kill('SIGTERM');
-    throw new Error(`${scenario.label} server failed to start: ${ready.type === 'error' ? ready.message : ready.type}`);
+    throw new Error(`${scenario.label} failed to start: ${ready.type === 'error' ? ready.message : ready.type}`);
   }
-  const request = async (command: Command) => {
-    const reply = next();
-    child.stdin.write(`${command}\n`);
-    const message = await reply;
-    if (message.type === 'error') throw new Error(`${scenario.label} server: ${message.message}`);
-    return message;
-  };
   return {
     ready,
     request,
-    async state() {
-      const message = await request('state');
-      if (message.type !== 'state') throw new Error(`${scenario.label} server: expected state, got ${message.type}`);
-      return message;
-    },
     async stop() {
       if (exited) return;
-      const reply = next();
       child.stdin.end('stop\n');
-      const message = await reply;
-      if (message.type === 'error') note(`${tag} ${message.message}`);
       await exit;
     },
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Load
-
-interface LoadStats {
-  /** Length of the measured window (the drain after it is not counted in req/s). */
-  seconds: number;
-  /** Responses that arrived inside the window, per second. */
+interface Load {
   rps: number;
-  /** Latency of every response (ms), including the few that drained after the window. */
-  latencyMs: { mean: number; p50: number; p90: number; p99: number; max: number };
-  /** Every response by status code. */
+  p50: number;
+  p99: number;
+  max: number;
   status: Record<string, number>;
-  non2xx: number;
   sent: number;
   answered: number;
-  /** Connection errors and timeouts (autocannon counts a timeout as an error too). */
   errors: number;
-  timeouts: number;
-}
-
-/** Growable array of latencies; percentiles by sorting (a few hundred thousand values). */
-class Latencies {
-  private values = new Float64Array(1 << 16);
-  private n = 0;
-  add(ms: number): void {
-    if (this.n === this.values.length) {
-      const bigger = new Float64Array(this.values.length * 2);
-      bigger.set(this.values);
-      this.values = bigger;
-    }
-    this.values[this.n++] = ms;
-  }
-  summary(): LoadStats['latencyMs'] {
-    const sorted = this.values.slice(0, this.n).sort();
-    const at = (q: number) => (this.n === 0 ? 0 : sorted[Math.min(this.n - 1, Math.max(0, Math.ceil(q * this.n) - 1))]!);
-    let sum = 0;
-    for (const v of sorted) sum += v;
-    return { mean: this.n ? sum / this.n : 0, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1) };
-  }
 }
 
 /**
- * Runs `seconds` of closed-loop load, then drains: each connection stops after its pending
- * response instead of being cut off, so every request the server admitted is also counted here
- * (autocannon's own duration stop destroys sockets with requests in flight).
+ * `seconds` of closed-loop load, then a drain: each connection stops after its pending response
+ * instead of being cut off (autocannon's own stop destroys sockets with requests in flight), so
+ * every admission the server made is counted and the stock check is exact.
  */
-function load(port: number, path: string, seconds: number, connections: number, tokens: TokenPool): Promise<LoadStats> {
+function load(port: number, path: string, seconds: number, connections: number, tokens: Tokens): Promise<Load> {
   return new Promise((resolve, reject) => {
     const clients: autocannon.Client[] = [];
-    const latencies = new Latencies();
-    const status = new Map<number, number>();
+    const latencies: number[] = [];
+    const status: Record<string, number> = {};
     let sent = 0;
-    let answered = 0;
     let inWindow = 0;
     let windowOpen = true;
     const started = performance.now();
-    let windowMs = seconds * 1000;
-
+    let windowS = seconds;
     const instance = autocannon(
       {
         url: `http://127.0.0.1:${port}${path}`,
         connections,
-        pipelining: 1,
-        duration: seconds + DRAIN_LIMIT_S, // backstop only: the drain below ends the run
-        timeout: REQUEST_TIMEOUT_S,
+        duration: seconds + 15, // backstop only: the drain ends the run
+        timeout: 10,
         sampleInt: 100, // autocannon notices that every client is done at its next sample tick
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -293,161 +173,108 @@ function load(port: number, path: string, seconds: number, connections: number, 
         ],
       },
       (err, result) => {
-        clearTimeout(windowTimer);
         if (err) return reject(err);
-        let non2xx = 0;
-        for (const [code, n] of status) if (code < 200 || code > 299) non2xx += n;
-        resolve({
-          seconds: windowMs / 1000,
-          rps: inWindow / (windowMs / 1000),
-          latencyMs: latencies.summary(),
-          status: Object.fromEntries([...status.entries()].sort(([a], [b]) => a - b).map(([c, n]) => [String(c), n])),
-          non2xx,
-          sent,
-          answered,
-          errors: result.errors,
-          timeouts: result.timeouts,
-        });
+        // Full-precision percentiles over every response (autocannon's histogram rounds to 1 ms).
+        const sorted = Float64Array.from(latencies).sort();
+        const at = (q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? 0;
+        resolve({ rps: inWindow / windowS, p50: at(0.5), p99: at(0.99), max: at(1), status, sent, answered: latencies.length, errors: result.errors });
       },
     );
-    instance.on('response', (_client, statusCode, _bytes, responseTimeMs) => {
-      answered++;
+    instance.on('response', (_client, code, _bytes, ms) => {
       if (windowOpen) inWindow++;
-      status.set(statusCode, (status.get(statusCode) ?? 0) + 1);
-      latencies.add(responseTimeMs);
+      status[code] = (status[code] ?? 0) + 1;
+      latencies.push(ms);
     });
-    const windowTimer = setTimeout(() => {
+    setTimeout(() => {
       windowOpen = false;
-      windowMs = performance.now() - started;
-      // Each connection ends after the response it is waiting for (see autocannon.d.ts).
-      for (const client of clients) client.responseMax = client.reqsMade;
+      windowS = (performance.now() - started) / 1000;
+      for (const client of clients) client.responseMax = client.reqsMade; // see autocannon.d.ts
     }, seconds * 1000);
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// CPU accounting: on 2 cores the load generator, the server and Redis share the machine, so the
-// CPU each of them spends per request says more than a profile of one of them.
-
-interface Cpu {
-  /** µs of CPU per answered request of the measured run (drain included). */
-  serverUsPerRequest: number;
-  redisUsPerRequest: number;
-  loadGeneratorUsPerRequest: number;
-  /** Share of one core each used during the measured run. */
-  serverCores: number;
-  redisCores: number;
-  loadGeneratorCores: number;
+/** CPU busy time of the whole machine (µs), to spot other work competing with the run; Linux only. */
+function machineBusyUs(): number | null {
+  try {
+    const [, user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
+    return (user! + nice! + system! + irq! + softirq! + steal!) * 10_000; // USER_HZ = 100
+  } catch {
+    return null;
+  }
 }
 
-/** Redis server CPU (user + system, µs); includes any other client of the same Redis. */
 async function redisCpuUs(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-  return Math.round((field('used_cpu_user') + field('used_cpu_sys')) * 1e6);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
 }
 
-async function cpuSnapshot(server: ServerHandle, redis: Redis) {
-  const self = process.cpuUsage();
-  return { at: performance.now(), server: await server.state(), redis: await redisCpuUs(redis), self: self.user + self.system };
-}
-
-function cpuBetween(a: Awaited<ReturnType<typeof cpuSnapshot>>, b: Awaited<ReturnType<typeof cpuSnapshot>>, requests: number): Cpu {
-  const wallUs = (b.at - a.at) * 1000;
-  const server = b.server.cpuUs - a.server.cpuUs;
-  const redis = b.redis - a.redis;
-  const self = b.self - a.self;
-  const per = (us: number) => (requests ? us / requests : 0);
-  return {
-    serverUsPerRequest: per(server),
-    redisUsPerRequest: per(redis),
-    loadGeneratorUsPerRequest: per(self),
-    serverCores: server / wallUs,
-    redisCores: redis / wallUs,
-    loadGeneratorCores: self / wallUs,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Scenarios
-
-interface Check {
-  /** 202 responses of warm-up and measured run together. */
-  accepted: number;
-  /** Redis stock when the server became ready minus Redis stock after the load. */
-  stockTaken: number;
-  /** Requests that never got a response (timeouts, dropped connections): may or may not have taken a unit. */
-  unanswered: number;
-  ok: boolean;
-}
-
-interface ScenarioResult {
+interface Result {
   scenario: string;
   round: number;
-  voucherId: string | null;
-  stats: LoadStats;
-  cpu: Cpu;
-  /** Distinct users that sent a request (warm-up included). */
-  users: number;
-  tokenWraps: number;
-  /** null for bare and for stub-claim (no stock is taken there). */
-  check: Check | null;
+  load: Load;
+  /** req/s over bare's in the same round; null when either run was disturbed. */
+  ratio: number | null;
+  /**
+   * CPU µs per answered request in the measured run. On 2 cores the load generator, the server
+   * and Redis share the machine: these explain the throughput, and drift less than req/s.
+   */
+  cpuUs: { server: number; redis: number; loadgen: number };
+  /** Cores busy with anything else (other processes, kernel) during the measured run. */
+  otherCores: number | null;
+  /** Other work used more than OTHER_CORES_WARN cores: the medians leave this run out. */
+  disturbed: boolean;
+  /** 202 responses (warm-up included) against Redis stock taken; null where no stock is taken. */
+  check: { accepted: number; taken: number; ok: boolean } | null;
+  tokensWrapped: boolean;
   profile: string | null;
 }
 
-async function runScenario(
-  scenario: Scenario,
-  round: number,
-  index: number,
-  o: Options,
-  tokens: TokenPool,
-  secret: string,
-  redis: Redis,
-): Promise<ScenarioResult> {
-  // Redis prefix and database name: at most 32 of [A-Za-z0-9_], unique per run and scenario.
-  const name = `bench_admission_${process.pid}_${index}`;
-  const tag = o.rounds > 1 ? `[${scenario.label} #${round}]` : `[${scenario.label}]`;
-  note(`${tag} starting server (Redis prefix and database ${name})`);
-  const server = await startServer(scenario, {
-    BENCH_NAME: name,
-    BENCH_JWT_SECRET: secret,
-    BENCH_REDIS_URL: o.redisUrl,
-    BENCH_MYSQL_SERVER: o.mysqlServer,
-  });
+async function runScenario(scenario: Scenario, round: number, o: Options, tokens: Tokens, secret: string, redis: Redis): Promise<Result> {
+  // Redis prefix and database name: unique per run and scenario, at most 32 of [A-Za-z0-9_].
+  const name = `bench_admission_${process.pid}_${round}_${o.scenarios.indexOf(scenario)}`;
+  note(`[${scenario.label} #${round}] starting (${name})`);
+  const server = await startServer(scenario, { BENCH_NAME: name, BENCH_JWT_SECRET: secret, BENCH_REDIS_URL: o.redisUrl, BENCH_MYSQL_SERVER: o.mysqlServer });
   try {
-    const { port, path, voucherId, stock: stockBefore } = server.ready;
+    const { port, path, stock } = server.ready;
     tokens.rewind();
-    let warm: LoadStats | null = null;
-    if (o.warmup > 0) {
-      note(`${tag} warm-up ${o.warmup}s (discarded)`);
-      warm = await load(port, path, o.warmup, o.connections, tokens);
-    }
-    if (o.profile) await server.request('profile-start');
-    note(`${tag} measuring ${o.duration}s at ${o.connections} connections`);
-    const before = await cpuSnapshot(server, redis);
-    const stats = await load(port, path, o.duration, o.connections, tokens);
-    const after = await cpuSnapshot(server, redis);
-    const profile = o.profile ? ((await server.request('profile-stop')) as { file: string | null }).file : null;
+    const warm = o.warmup ? await load(port, path, o.warmup, o.connections, tokens) : null;
+    if (o.profile) await server.request('profile-start', 'profile');
+    const cpu = async () => ({
+      at: performance.now(),
+      server: (await server.request('state', 'state')).cpuUs,
+      redis: await redisCpuUs(redis),
+      self: process.cpuUsage(),
+      machine: machineBusyUs(),
+    });
+    const before = await cpu();
+    const measured = await load(port, path, o.duration, o.connections, tokens);
+    const after = await cpu();
+    const profile = o.profile ? (await server.request('profile-stop', 'profile')).file : null;
+    const per = (us: number) => us / measured.answered;
+    const selfUs = (c: NodeJS.CpuUsage) => c.user + c.system;
+    const cpuUs = { server: after.server - before.server, redis: after.redis - before.redis, loadgen: selfUs(after.self) - selfUs(before.self) };
+    const other = after.machine === null || before.machine === null ? null : after.machine - before.machine - cpuUs.server - cpuUs.redis - cpuUs.loadgen;
+    const otherCores = other === null ? null : Math.max(0, other / ((after.at - before.at) * 1000));
 
-    let check: Check | null = null;
+    let check: Result['check'] = null;
     if (scenario.base !== 'bare' && !scenario.knobs.includes('stub-claim')) {
-      const stockAfter = after.server.stock;
-      if (stockBefore === null || stockAfter === null) throw new Error(`${scenario.label}: voucher state missing in Redis`);
-      const accepted = (warm?.status['202'] ?? 0) + (stats.status['202'] ?? 0);
-      const unanswered = (warm ? warm.sent - warm.answered : 0) + (stats.sent - stats.answered);
-      const stockTaken = stockBefore - stockAfter;
-      // Exact when every request was answered; otherwise each unanswered one may have taken a unit.
-      check = { accepted, stockTaken, unanswered, ok: stockTaken >= accepted && stockTaken - accepted <= unanswered };
+      const stockAfter = (await server.request('state', 'state')).stock;
+      // The drain lets every request be answered (unanswered ones are reported), so this is an equality.
+      const accepted = (warm?.status['202'] ?? 0) + (measured.status['202'] ?? 0);
+      const taken = stock! - stockAfter!;
+      check = { accepted, taken, ok: accepted === taken };
     }
     return {
       scenario: scenario.label,
       round,
-      voucherId,
-      stats,
-      cpu: cpuBetween(before, after, stats.answered),
-      users: tokens.used(),
-      tokenWraps: tokens.wraps(),
+      load: measured,
+      ratio: null,
+      cpuUs: { server: per(cpuUs.server), redis: per(cpuUs.redis), loadgen: per(cpuUs.loadgen) },
+      otherCores,
+      disturbed: (otherCores ?? 0) > OTHER_CORES_WARN,
       check,
+      tokensWrapped: scenario.base !== 'bare' && tokens.wrapped(),
       profile,
     };
   } finally {
@@ -455,228 +282,138 @@ async function runScenario(
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Report
-
-function version(command: string, args: string[]): string {
-  try {
-    return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 function machine() {
+  const version = (cmd: string, args: string[]) => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return 'unknown';
+    }
+  };
   return {
     cpus: os.availableParallelism(),
-    cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    kernel: `${os.type()} ${os.release()}`,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     redis: version('redis-server', ['--version']),
     mariadb: version('mariadb', ['--version']),
   };
 }
 
-const fixed = (n: number, digits = 2) => n.toFixed(digits);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
 
-function grid(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const last = header.length - 1;
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === 0 || i === last ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
-}
-
-/** Rows of one round, or the per-scenario medians (round 0). "vs bare" compares within the round. */
-function tables(results: ScenarioResult[]): string {
-  const label = (r: ScenarioResult) => (r.round > 0 && results.some((x) => x.round !== r.round) ? `${r.scenario} #${r.round}` : r.scenario);
-  const bareOf = (r: ScenarioResult) => results.find((x) => x.scenario === 'bare' && x.round === r.round);
-  const vsBare = (r: ScenarioResult) => {
-    const bare = bareOf(r);
-    return bare ? `${fixed((r.stats.rps / bare.stats.rps) * 100, 1)}%` : '-';
-  };
-  const load = grid(
-    ['scenario', 'req/s', 'vs bare', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'responses', 'non-2xx', 'errors', 'status codes'],
-    results.map((r) => [
-      label(r),
-      fixed(r.stats.rps, 0),
-      vsBare(r),
-      fixed(r.stats.latencyMs.p50),
-      fixed(r.stats.latencyMs.p90),
-      fixed(r.stats.latencyMs.p99),
-      fixed(r.stats.latencyMs.max),
-      String(r.stats.answered),
-      String(r.stats.non2xx),
-      `${r.stats.errors}${r.stats.timeouts ? ` (${r.stats.timeouts} timeouts)` : ''}`,
-      Object.entries(r.stats.status)
-        .map(([c, n]) => `${c}:${n}`)
-        .join(' '),
-    ]),
-  );
-  const cpu = grid(
-    ['scenario', 'server µs/req', 'redis µs/req', 'loadgen µs/req', 'server cores', 'redis cores', 'loadgen cores'],
-    results.map((r) => [
-      label(r),
-      fixed(r.cpu.serverUsPerRequest, 1),
-      fixed(r.cpu.redisUsPerRequest, 1),
-      fixed(r.cpu.loadGeneratorUsPerRequest, 1),
-      fixed(r.cpu.serverCores),
-      fixed(r.cpu.redisCores),
-      fixed(r.cpu.loadGeneratorCores),
-    ]),
-  );
-  return `${load}\n\nCPU during the measured run (user + system):\n${cpu}`;
-}
-
-interface Verdict {
-  ratio: number | null;
-  ratioOk: boolean | null;
-  admissionP99Ms: number | null;
-  p99Ok: boolean | null;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-/** Median of the per-round ratios (each pairs scenarios measured seconds apart) and of the p99s. */
-function verdict(results: ScenarioResult[]): Verdict {
-  const ratios: number[] = [];
-  const p99s: number[] = [];
-  for (const admission of results.filter((r) => r.scenario === 'admission')) {
-    p99s.push(admission.stats.latencyMs.p99);
-    const bare = results.find((r) => r.scenario === 'bare' && r.round === admission.round);
-    if (bare) ratios.push(admission.stats.rps / bare.stats.rps);
-  }
-  const ratio = ratios.length ? median(ratios) : null;
-  const p99 = p99s.length ? median(p99s) : null;
-  return {
-    ratio,
-    ratioOk: ratio === null ? null : ratio >= TARGET_RATIO,
-    admissionP99Ms: p99,
-    p99Ok: p99 === null ? null : p99 <= TARGET_P99_MS,
-  };
-}
-
-/** One row per scenario with the median of every figure over the rounds (round 0). */
-function medians(results: ScenarioResult[]): ScenarioResult[] {
-  const labels = [...new Set(results.map((r) => r.scenario))];
-  return labels.map((label) => {
-    const runs = results.filter((r) => r.scenario === label);
-    const m = (pick: (r: ScenarioResult) => number) => median(runs.map(pick));
-    const sum = (pick: (r: ScenarioResult) => number) => runs.reduce((acc, r) => acc + pick(r), 0);
-    const status: Record<string, number> = {};
-    for (const r of runs) for (const [code, n] of Object.entries(r.stats.status)) status[code] = (status[code] ?? 0) + n;
+/**
+ * Per scenario, the median of each figure over the undisturbed rounds (all rounds when every one
+ * was disturbed); the ratio is the median of per-round ratios.
+ */
+function medians(results: Result[]) {
+  return [...new Set(results.map((r) => r.scenario))].map((scenario) => {
+    const all = results.filter((r) => r.scenario === scenario);
+    const runs = all.some((r) => !r.disturbed) ? all.filter((r) => !r.disturbed) : all;
+    const m = (pick: (r: Result) => number | null) => {
+      const xs = runs.map(pick).filter((x): x is number => x !== null);
+      return xs.length ? median(xs) : null;
+    };
     return {
-      scenario: label,
-      round: 0,
-      voucherId: null,
-      stats: {
-        seconds: m((r) => r.stats.seconds),
-        rps: m((r) => r.stats.rps),
-        latencyMs: {
-          mean: m((r) => r.stats.latencyMs.mean),
-          p50: m((r) => r.stats.latencyMs.p50),
-          p90: m((r) => r.stats.latencyMs.p90),
-          p99: m((r) => r.stats.latencyMs.p99),
-          max: m((r) => r.stats.latencyMs.max),
-        },
-        status,
-        non2xx: sum((r) => r.stats.non2xx),
-        sent: sum((r) => r.stats.sent),
-        answered: sum((r) => r.stats.answered),
-        errors: sum((r) => r.stats.errors),
-        timeouts: sum((r) => r.stats.timeouts),
-      },
-      cpu: {
-        serverUsPerRequest: m((r) => r.cpu.serverUsPerRequest),
-        redisUsPerRequest: m((r) => r.cpu.redisUsPerRequest),
-        loadGeneratorUsPerRequest: m((r) => r.cpu.loadGeneratorUsPerRequest),
-        serverCores: m((r) => r.cpu.serverCores),
-        redisCores: m((r) => r.cpu.redisCores),
-        loadGeneratorCores: m((r) => r.cpu.loadGeneratorCores),
-      },
-      users: Math.max(...runs.map((r) => r.users)),
-      tokenWraps: Math.max(...runs.map((r) => r.tokenWraps)),
-      check: null,
-      profile: null,
+      scenario,
+      rounds: runs.map((r) => r.round),
+      rps: m((r) => r.load.rps)!,
+      ratio: m((r) => r.ratio),
+      p50: m((r) => r.load.p50)!,
+      p99: m((r) => r.load.p99)!,
+      cpuUs: { server: m((r) => r.cpuUs.server)!, redis: m((r) => r.cpuUs.redis)!, loadgen: m((r) => r.cpuUs.loadgen)! },
     };
   });
 }
 
-/** Users repeated on a voucher: later requests are refused (LIMIT_EXCEEDED), so the run says nothing. */
-const invalid = (r: ScenarioResult) => r.scenario !== 'bare' && r.tokenWraps > 0;
-
-function summary(results: ScenarioResult[], v: Verdict, o: Options): string {
-  const out = [
-    `${o.connections} connections, ${o.duration}s measured after ${o.warmup}s warm-up, one distinct user per request` +
-      (o.rounds > 1 ? `, ${o.rounds} rounds` : ''),
-    '',
-    tables(results),
-    '',
-  ];
-  if (o.rounds > 1) out.push(`median over ${o.rounds} rounds ("vs bare": ratio of the medians; the verdict uses the median of per-round ratios):`, tables(medians(results)), '');
-  const met = (ok: boolean | null) => (ok ? 'met' : 'NOT met');
-  const of = o.rounds > 1 ? ' (median of rounds)' : '';
-  if (v.ratio !== null) out.push(`admission / bare throughput${of}: ${fixed(v.ratio * 100, 1)}%  (target >= ${TARGET_RATIO * 100}%: ${met(v.ratioOk)})`);
-  if (v.admissionP99Ms !== null) out.push(`admission p99${of}: ${fixed(v.admissionP99Ms)} ms  (target <= ${TARGET_P99_MS} ms: ${met(v.p99Ok)})`);
-  for (const r of results) {
-    const name = o.rounds > 1 ? `${r.scenario} #${r.round}` : r.scenario;
-    if (invalid(r)) out.push(`INVALID ${name}: the token pool ran out after ${r.users} requests and users repeated; raise --tokens`);
-    if (!r.check) continue;
-    const c = r.check;
-    const exact = c.unanswered === 0 ? ' (every request answered)' : ` (${c.unanswered} unanswered request(s) may each have taken one)`;
-    out.push(`correctness ${name}: 202 responses ${c.accepted}, Redis stock taken ${c.stockTaken}${exact}: ${c.ok ? 'OK' : 'MISMATCH'}`);
-  }
-  for (const r of results) if (r.profile) out.push(`cpu profile ${o.rounds > 1 ? `${r.scenario} #${r.round}` : r.scenario}: ${r.profile}`);
-  return out.join('\n');
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(header), ...rows.map(line)].join('\n');
 }
 
-// ---------------------------------------------------------------------------------------------
+const f = (n: number | null, digits = 1) => (n === null ? '-' : n.toFixed(digits));
+const pct = (n: number | null) => (n === null ? '-' : `${(n * 100).toFixed(1)}%`);
+
+function report(results: Result[], o: Options): { text: string; verdict: object; ok: boolean } {
+  const rows = table(
+    ['scenario', 'round', 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'max ms', 'server µs', 'redis µs', 'loadgen µs', 'other cores', 'errors', 'status codes'],
+    results.map((r) => [
+      r.scenario, String(r.round), f(r.load.rps, 0), pct(r.ratio), f(r.load.p50, 2), f(r.load.p99, 2), f(r.load.max, 2),
+      f(r.cpuUs.server), f(r.cpuUs.redis), f(r.cpuUs.loadgen), f(r.otherCores, 2), String(r.load.errors),
+      Object.entries(r.load.status).map(([c, n]) => `${c}:${n}`).join(' '),
+    ]),
+  );
+  const med = medians(results);
+  const medRows = table(
+    ['scenario', 'rounds', 'req/s', 'vs bare', 'p50 ms', 'p99 ms', 'server µs', 'redis µs', 'loadgen µs'],
+    med.map((m) => [m.scenario, m.rounds.join(','), f(m.rps, 0), pct(m.ratio), f(m.p50, 2), f(m.p99, 2), f(m.cpuUs.server), f(m.cpuUs.redis), f(m.cpuUs.loadgen)]),
+  );
+  const admission = med.find((m) => m.scenario === 'admission');
+  const verdict = {
+    ratio: admission?.ratio ?? null,
+    ratioOk: admission?.ratio != null ? admission.ratio >= TARGET_RATIO : null,
+    p99Ms: admission?.p99 ?? null,
+    p99Ok: admission ? admission.p99 <= TARGET_P99_MS : null,
+  };
+  const met = (ok: boolean | null) => (ok ? 'met' : 'NOT met');
+  const lines = [
+    `${o.connections} connections, ${o.duration} s measured after ${o.warmup} s warm-up, ${o.rounds} round(s), one user per request`,
+    '"µs" = CPU µs per answered request (user + system) of the server child, Redis and the load generator;',
+    '"other cores" = CPU used by anything else meanwhile (other processes compete for the same cores)',
+    '',
+    rows,
+    '',
+    `median over the undisturbed rounds:`,
+    medRows,
+    '',
+  ];
+  if (admission && results.some((r) => r.scenario === 'bare')) {
+    const ratio = verdict.ratio === null ? 'not measured (no undisturbed round of both)' : `${pct(verdict.ratio)} (target >= ${TARGET_RATIO * 100}%: ${met(verdict.ratioOk)})`;
+    lines.push(`admission / bare: ${ratio}`);
+  }
+  if (verdict.p99Ms !== null) lines.push(`admission p99: ${f(verdict.p99Ms, 2)} ms (target <= ${TARGET_P99_MS} ms: ${met(verdict.p99Ok)})`);
+  for (const r of results) {
+    const tag = `${r.scenario} #${r.round}`;
+    if (r.tokensWrapped) lines.push(`INVALID ${tag}: users repeated; raise --tokens`);
+    if (r.disturbed) lines.push(`WARNING ${tag}: other processes used ${f(r.otherCores, 2)} cores meanwhile; left out of the medians`);
+    if (r.load.sent !== r.load.answered) lines.push(`WARNING ${tag}: ${r.load.sent - r.load.answered} request(s) unanswered`);
+    if (r.check) lines.push(`check ${tag}: ${r.check.accepted} × 202, ${r.check.taken} unit(s) taken from Redis stock: ${r.check.ok ? 'OK' : 'MISMATCH'}`);
+    if (r.profile) lines.push(`profile ${tag}: ${r.profile}`);
+  }
+  const ok = results.every((r) => !r.tokensWrapped && r.load.sent === r.load.answered && (r.check?.ok ?? true));
+  return { text: lines.join('\n'), verdict, ok };
+}
 
 async function main(): Promise<void> {
-  const o = parseOptions(process.argv.slice(2));
+  const o = options();
   const secret = randomBytes(32).toString('base64url');
-  const t0 = performance.now();
-  note(`signing ${o.tokens} user tokens...`);
-  const tokens = await signTokens(secret, o.tokens);
-  note(`signed in ${fixed((performance.now() - t0) / 1000, 1)}s`);
-
+  note(`signing ${o.tokens} tokens...`);
+  const tokens = signTokens(secret, o.tokens);
   const redis = new Redis(o.redisUrl, { connectionName: 'bench-driver' });
-  const results: ScenarioResult[] = [];
+  const results: Result[] = [];
   try {
     for (let round = 1; round <= o.rounds; round++) {
-      for (const [i, scenario] of o.scenarios.entries()) {
-        const index = (round - 1) * o.scenarios.length + i;
-        results.push(await runScenario(scenario, round, index, o, tokens, secret, redis));
-      }
+      for (const scenario of o.scenarios) results.push(await runScenario(scenario, round, o, tokens, secret, redis));
+      // Compare within a round: the VM's speed drifts over minutes, two scenarios seconds apart less so.
+      const bare = results.find((r) => r.round === round && r.scenario === 'bare');
+      if (bare) for (const r of results) if (r.round === round && !r.disturbed && !bare.disturbed) r.ratio = r.load.rps / bare.load.rps;
     }
   } finally {
     await redis.quit();
   }
-
-  const v = verdict(results);
-  const text = summary(results, v, o);
-  const ok = results.every((r) => (r.check ? r.check.ok : true) && !invalid(r));
+  const { text, verdict, ok } = report(results, o);
   if (o.json) {
-    note(`\n${text}`);
-    const report = {
-      machine: machine(),
-      options: { duration: o.duration, warmup: o.warmup, connections: o.connections, tokens: o.tokens, rounds: o.rounds },
-      scenarios: results,
-      medians: o.rounds > 1 ? medians(results) : undefined,
-      verdict: { ...v, targetRatio: TARGET_RATIO, targetP99Ms: TARGET_P99_MS },
-      ok,
-    };
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    note(text);
+    const { redisUrl: _r, mysqlServer: _m, scenarios, ...opts } = o;
+    const json = { machine: machine(), options: { ...opts, scenarios: scenarios.map((s) => s.label) }, results, medians: medians(results), verdict, ok };
+    process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   } else {
-    process.stdout.write(`\n${text}\n`);
+    const m = machine();
+    process.stdout.write(`${m.cpus} CPUs, ${m.memoryGiB} GiB, node ${m.node}, ${m.redis}, ${m.mariadb}\n\n${text}\n`);
   }
   process.exitCode = ok ? 0 : 1;
 }

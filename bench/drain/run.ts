@@ -1,0 +1,329 @@
+// Order-pipeline drain benchmark: orders stored per second from a pre-filled backlog, measured in
+// the same run as (a) the seeds' one-order-per-transaction consumer and (b) raw batched INSERTs.
+//   node --import tsx bench/drain/run.ts [--orders 200000] [--seed-orders 5000] [--seed-count 10]
+//        [--vouchers 16] [--shards 16] [--lanes 4] [--batch 500] [--raw-batch 500]
+//        [--cases raw,multi,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
+//        [--json]
+// Each case gets its own Redis prefix and empty tables in one throw-away database; all of them
+// are removed at the end. --rounds N repeats every case N times and reports medians: the box may
+// be shared, and the `other` CPU column shows how much else ran during each measurement.
+// See README.md in this directory for what the numbers mean.
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { loadConfig, settings } from '../../src/config.js';
+import { type Container, createContainer } from '../../src/container.js';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { type Durability, type Machine, readDurability, readMachine } from './probes.js';
+import {
+  drainOnePerTransaction,
+  drainWithPipeline,
+  type Measured,
+  type PipelineResult,
+  prefill,
+  rawInserts,
+  resetTables,
+  type Verification,
+  verifySale,
+} from './scenarios.js';
+
+const TARGET_OF_RAW = 0.5;
+const TARGET_OVER_ONE_PER_TX = 20;
+const CASES = ['raw', 'multi', 'hot', 'seed'] as const;
+const DEFAULT_CASES = 'raw,multi,hot,seed';
+type Case = (typeof CASES)[number];
+
+interface Options {
+  orders: number;
+  seedOrders: number;
+  seedCount: number;
+  vouchers: number;
+  shards: number;
+  lanes: number;
+  batch: number;
+  rawBatch: number;
+  cases: Case[];
+  workers: number;
+  rounds: number;
+  breakdown: boolean;
+  profile: boolean;
+  json: boolean;
+  redisUrl: string;
+  mysqlServer: string;
+}
+
+function whole(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values: v } = parseArgs({
+    args: argv,
+    options: {
+      orders: { type: 'string', default: '200000' },
+      'seed-orders': { type: 'string', default: '5000' },
+      'seed-count': { type: 'string', default: '10' },
+      vouchers: { type: 'string', default: '16' },
+      shards: { type: 'string', default: settings.shards.default },
+      lanes: { type: 'string', default: settings.pipelineLanes.default },
+      batch: { type: 'string', default: settings.pipelineBatch.default },
+      'raw-batch': { type: 'string', default: '500' },
+      cases: { type: 'string', default: DEFAULT_CASES },
+      rounds: { type: 'string', default: '1' },
+      workers: { type: 'string', default: '0' },
+      breakdown: { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (v.workers !== '0' && (v.breakdown || v.profile)) {
+    throw new Error('--breakdown and --profile apply to the in-process pipeline (--workers 0)');
+  }
+  const cases = v.cases.split(',').map((s) => s.trim());
+  for (const c of cases) if (!(CASES as readonly string[]).includes(c)) throw new Error(`--cases: unknown case "${c}" (${CASES.join(', ')})`);
+  return {
+    orders: whole('orders', v.orders, 1),
+    seedOrders: whole('seed-orders', v['seed-orders'], 1),
+    seedCount: whole('seed-count', v['seed-count'], 1),
+    vouchers: whole('vouchers', v.vouchers, 1),
+    shards: whole('shards', v.shards, 1),
+    lanes: whole('lanes', v.lanes, 1),
+    batch: whole('batch', v.batch, 1),
+    rawBatch: whole('raw-batch', v['raw-batch'], 1),
+    cases: cases as Case[],
+    workers: whole('workers', v.workers, 0),
+    rounds: whole('rounds', v.rounds, 1),
+    breakdown: v.breakdown,
+    profile: v.profile,
+    json: v.json,
+    redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
+  };
+}
+
+type CaseResult = Measured & Partial<Verification> & Partial<Omit<PipelineResult, keyof Measured>>;
+const ROWS = ['raw1', 'rawLanes', 'multi', 'hot', 'seed'] as const;
+type Row = (typeof ROWS)[number];
+type Round = Partial<Record<Row, CaseResult & { admitsPerSecond?: number }>> & { ratios: Record<string, number> };
+
+interface Report {
+  command: string;
+  machine: Machine;
+  durability: Durability;
+  config: Omit<Options, 'json' | 'redisUrl' | 'mysqlServer'>;
+  rounds: Round[];
+  /** Median over rounds of orders/s per case, and of each round's ratios. */
+  median: { ordersPerSecond: Partial<Record<Row, number>>; ratios: Record<string, number> };
+  targets: { ofRaw: boolean | null; overOnePerTx: boolean | null };
+  loadavgAfter: number[];
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const r2 = (n: number) => Math.round(n * 100) / 100;
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  const databaseUrl = `${o.mysqlServer}/bench_drain_${process.pid}`;
+  // Pipeline warnings (deadlock retries) go to stderr: stdout carries the report (--json).
+  const log = pino({ level: 'warn' }, process.stderr);
+  const say = (line: string) => {
+    if (!o.json) console.error(line);
+  };
+  const configFor = (suffix: string) =>
+    loadConfig({
+      REDIS_URL: o.redisUrl,
+      DATABASE_URL: databaseUrl,
+      REDIS_PREFIX: `bd${process.pid}${suffix}`,
+      LOG_LEVEL: 'warn',
+      SHARDS: String(o.shards),
+      PIPELINE_LANES: String(o.lanes),
+      PIPELINE_BATCH: String(o.batch),
+      CONSUMER_NAME: `bench-drain-${process.pid}`,
+    });
+  // Each pipeline case gets a container of its own (own Redis prefix: own streams and in-flight
+  // hashes), removed with its keys as soon as the case is measured. One database for everything.
+  const withContainer = async <T>(suffix: string, fn: (c: Container) => Promise<T>): Promise<T> => {
+    const c = await createContainer(configFor(suffix), log);
+    try {
+      return await fn(c);
+    } finally {
+      await deleteKeys(c);
+      await c.close();
+    }
+  };
+
+  const base = await createContainer(configFor('x'), log, { migrate: true });
+  try {
+    const report: Report = {
+      command: `node --import tsx bench/drain/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
+      machine: await readMachine(base.redis),
+      durability: await readDurability(base.db, base.redis),
+      config: (({ json, redisUrl, mysqlServer, ...rest }) => rest)(o),
+      rounds: [],
+      median: { ordersPerSecond: {}, ratios: {} },
+      targets: { ofRaw: null, overOnePerTx: null },
+      loadavgAfter: [],
+    };
+    say(`machine: ${report.machine.cpus} CPU, ${report.machine.memGiB} GiB, node ${report.machine.node}, redis ${report.machine.redis}, ${report.durability.version}; load ${report.machine.loadavg.join(' ')}`);
+
+    for (let round = 1; round <= o.rounds; round++) {
+      const r: Round = { ratios: {} };
+      report.rounds.push(r);
+      say(`round ${round} of ${o.rounds}`);
+      if (o.cases.includes('raw')) {
+        // Both a single connection and as many transactions in flight as the pipeline has lanes.
+        await resetTables(base);
+        say(`  (b) raw INSERTs, ${o.rawBatch}/transaction, 1 connection ...`);
+        r.raw1 = await rawInserts(base, o.orders, o.rawBatch, 1);
+        await resetTables(base);
+        say(`  (b) raw INSERTs, ${o.rawBatch}/transaction, ${o.lanes} connections ...`);
+        r.rawLanes = await rawInserts(base, o.orders, o.rawBatch, o.lanes);
+      }
+      for (const kind of ['multi', 'hot'] as const) {
+        if (!o.cases.includes(kind)) continue;
+        await resetTables(base);
+        r[kind] = await withContainer(`${kind[0]}${round}`, async (c) => {
+          const voucherCount = kind === 'multi' ? o.vouchers : 1;
+          say(`  pipeline, ${voucherCount} voucher(s): pre-filling ${o.orders} admissions ...`);
+          const sale = await prefill(c, kind === 'multi' ? 1n : 2n, voucherCount, o.orders);
+          say(`    pre-filled at ${sale.admitsPerSecond} admissions/s; draining ...`);
+          const profileFile = o.profile ? fileURLToPath(new URL(`./profiles/${kind}-${process.pid}-${round}.cpuprofile`, import.meta.url)) : undefined;
+          const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile });
+          const verified = await verifySale(c, sale);
+          if (!verified.ok) say(`    VERIFICATION FAILED: ${verified.problems.join('; ')}`);
+          return { ...result, ...verified, admitsPerSecond: sale.admitsPerSecond };
+        });
+      }
+      if (o.cases.includes('seed')) {
+        await resetTables(base);
+        r.seed = await withContainer(`s${round}`, async (c) => {
+          say(`  (a) one order per transaction: pre-filling ${o.seedOrders} admissions ...`);
+          const sale = await prefill(c, 3n, 1, o.seedOrders);
+          say('    draining ...');
+          const result = await drainOnePerTransaction(c, sale, o.seedCount);
+          if (!result.ok) say(`    VERIFICATION FAILED: ${result.problems.join('; ')}`);
+          return result;
+        });
+      }
+      // Ratios within the round (measured minutes apart at most), against the faster raw figure:
+      // the stricter comparison.
+      const raw = Math.max(r.raw1?.ordersPerSecond ?? 0, r.rawLanes?.ordersPerSecond ?? 0);
+      const seed = r.seed?.ordersPerSecond ?? 0;
+      for (const kind of ['multi', 'hot'] as const) {
+        const p = r[kind]?.ordersPerSecond;
+        if (p === undefined) continue;
+        if (raw) r.ratios[`${kind}/raw`] = r2(p / raw);
+        if (seed) r.ratios[`${kind}/onePerTx`] = r2(p / seed);
+      }
+    }
+
+    for (const row of ROWS) {
+      const xs = report.rounds.flatMap((r) => (r[row] ? [r[row].ordersPerSecond] : []));
+      if (xs.length) report.median.ordersPerSecond[row] = Math.round(median(xs));
+    }
+    for (const k of Object.keys(report.rounds[0]?.ratios ?? {})) {
+      report.median.ratios[k] = r2(median(report.rounds.map((r) => r.ratios[k] ?? 0)));
+    }
+    const ofRaw = report.median.ratios['multi/raw'];
+    const overSeed = report.median.ratios['multi/onePerTx'];
+    if (ofRaw !== undefined) report.targets.ofRaw = ofRaw >= TARGET_OF_RAW;
+    if (overSeed !== undefined) report.targets.overOnePerTx = overSeed >= TARGET_OVER_ONE_PER_TX;
+    report.loadavgAfter = (await readMachine(base.redis)).loadavg;
+
+    if (o.json) console.log(JSON.stringify(report, null, 2));
+    else console.log(render(report));
+    const failed = report.rounds.some((r) => ROWS.some((row) => r[row]?.ok === false));
+    process.exitCode = failed ? 1 : 0;
+  } finally {
+    await deleteKeys(base);
+    await base.close();
+    await dropDatabase(databaseUrl);
+  }
+}
+
+async function deleteKeys(c: Container): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await c.redis.scan(cursor, 'MATCH', c.keys.pattern(), 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await c.redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+function render(r: Report): string {
+  const d = r.durability;
+  const lines = [
+    `database: ${d.version}; innodb_flush_log_at_trx_commit=${d.innodb_flush_log_at_trx_commit} sync_binlog=${d.sync_binlog} ` +
+      `log_bin=${d.log_bin} innodb_doublewrite=${d.innodb_doublewrite} innodb_flush_method=${d.innodb_flush_method} ` +
+      `(commit flushes: ${d.commitFlushes ? 'yes' : 'NO'}; server defaults: ${d.allDefaults === null ? 'unknown' : d.allDefaults ? 'yes' : 'NO'})`,
+    `redis: appendonly=${d.redis.appendonly} appendfsync=${d.redis.appendfsync} save="${d.redis.save}"`,
+    `machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, node ${r.machine.node}, redis ${r.machine.redis}; ` +
+      `load ${r.machine.loadavg.join(' ')} -> ${r.loadavgAfter.join(' ')}`,
+    `pipeline: SHARDS=${r.config.shards} PIPELINE_LANES=${r.config.lanes} PIPELINE_BATCH=${r.config.batch}, ` +
+      (r.config.workers ? `${r.config.workers} worker process(es)` : 'in this process'),
+    '',
+  ];
+  const labels: Record<Row, string> = {
+    raw1: `(b) raw INSERT, ${r.config.rawBatch}/tx, 1 connection`,
+    rawLanes: `(b) raw INSERT, ${r.config.rawBatch}/tx, ${r.config.lanes} connections`,
+    multi: `pipeline, ${r.config.vouchers} vouchers on ${Math.min(r.config.vouchers, r.config.shards)} shards`,
+    hot: 'pipeline, 1 hot voucher (1 shard)',
+    seed: `(a) one order per tx, XREADGROUP COUNT ${r.config.seedCount}`,
+  };
+  const pad = (s: string, n: number) => s.padEnd(n);
+  const num = (s: string | number, n: number) => String(s).padStart(n);
+  lines.push(`${pad('case', 46)}${num('round', 6)}${num('orders', 8)}${num('seconds', 9)}${num('orders/s', 10)}  ${pad('cpu s bench/mariadb/redis/other', 33)}check`);
+  for (const row of ROWS) {
+    r.rounds.forEach((round, i) => {
+      const m = round[row];
+      if (!m) return;
+      const check = (m.ok === undefined ? '' : m.ok ? 'ok' : `FAILED: ${m.problems?.join('; ')}`) + (m.retries ? `, ${m.retries} batch retries (deadlocks)` : '');
+      const cpu = `${m.cpu.bench} / ${m.cpu.mariadb} / ${m.cpu.redis} / ${m.cpu.other}`;
+      lines.push(`${pad(labels[row], 46)}${num(i + 1, 6)}${num(m.orders, 8)}${num(m.seconds.toFixed(2), 9)}${num(m.ordersPerSecond, 10)}  ${pad(cpu, 33)}${check}`);
+    });
+    const med = r.median.ordersPerSecond[row];
+    if (med !== undefined && r.rounds.length > 1) lines.push(`${pad(labels[row], 46)}${num('median', 6)}${num('', 17)}${num(med, 10)}`);
+  }
+  lines.push('', 'ratios (median over rounds of each round\'s ratio; raw = the faster raw figure):');
+  for (const [k, v] of Object.entries(r.median.ratios)) lines.push(`  ${pad(k, 18)} ${v}`);
+  const verdict = (b: boolean | null) => (b === null ? 'not measured' : b ? 'met' : 'NOT met');
+  lines.push(`target pipeline (multi) >= ${TARGET_OF_RAW * 100}% of raw: ${verdict(r.targets.ofRaw)}`);
+  lines.push(`target pipeline (multi) >= ${TARGET_OVER_ONE_PER_TX}x one-per-tx: ${verdict(r.targets.overOnePerTx)}`);
+  r.rounds.forEach((round, i) => {
+    for (const kind of ['multi', 'hot'] as const) {
+      const p = round[kind];
+      if (p?.breakdown && p.laneMs) {
+        lines.push('', `breakdown (${kind}, round ${i + 1}): lane time ${p.laneMs} ms = busy lanes × wall`);
+        let accounted = 0;
+        for (const [k, v] of Object.entries(p.breakdown).sort((a, b) => b[1].ms - a[1].ms)) {
+          accounted += v.ms;
+          lines.push(`  ${pad(k, 32)}${num(v.ms, 8)} ms ${num(((100 * v.ms) / p.laneMs).toFixed(1), 6)}%  ${num(v.count, 7)} calls  ${num((v.ms / v.count).toFixed(2), 8)} ms/call`);
+        }
+        const rest = p.laneMs - accounted;
+        lines.push(`  ${pad('rest (read, JS, waiting)', 32)}${num(rest, 8)} ms ${num(((100 * rest) / p.laneMs).toFixed(1), 6)}%`);
+      }
+      const prof = p?.profile;
+      if (prof) {
+        lines.push('', `CPU profile (${kind}, round ${i + 1}): ${prof.file}, busy ${prof.busyMs} ms; self time by pipeline stage:`);
+        for (const [a, ms] of prof.byStage) lines.push(`  ${pad(a, 60)}${num(ms, 7)} ms ${num(((100 * ms) / prof.busyMs).toFixed(1), 6)}%`);
+        lines.push('  by area:');
+        for (const [a, ms] of prof.byArea) lines.push(`  ${pad(a, 60)}${num(ms, 7)} ms`);
+        lines.push('  top functions (self):');
+        for (const [f, ms] of prof.byFunction) lines.push(`  ${pad(f, 90)}${num(ms, 7)} ms`);
+      }
+    }
+  });
+  return lines.join('\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
