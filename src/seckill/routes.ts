@@ -26,8 +26,9 @@ export function registerClaimRoutes(app: App, { guards, directory, claimSeckill 
     {
       onRequest: guards.user,
       // A claim may come without a body: treat it as {} (quantity 1).
-      preValidation: async (request) => {
+      preValidation: (request, _reply, done) => {
         request.body ??= {};
+        done();
       },
       schema: {
         tags: ['orders'],

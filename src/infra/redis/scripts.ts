@@ -100,18 +100,26 @@ export interface Scripts {
   settle(group: string, shard: number, orders: SettleInput[]): Promise<boolean[]>;
 }
 
+const ADMIT_KEYS_CACHED = 10_000;
+
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
   const call = defineAll(redis);
+  // The five key names of a hot voucher are built once, not on every claim.
+  const admitKeys = new Map<bigint, [string, string, string, string, string, string]>();
+  const keysForAdmit = (voucherId: bigint) => {
+    let k = admitKeys.get(voucherId);
+    if (!k) {
+      if (admitKeys.size >= ADMIT_KEYS_CACHED) admitKeys.clear();
+      const shard = keys.shardOf(voucherId);
+      k = [keys.voucher(voucherId), keys.buyers(voucherId), keys.idempotency(voucherId), keys.inflight(shard), keys.orders(shard), voucherId.toString()];
+      admitKeys.set(voucherId, k);
+    }
+    return k;
+  };
   return {
     async admit({ voucherId, userId, orderId, quantity, idempotencyKey }) {
-      const shard = keys.shardOf(voucherId);
       const [code, id, q] = (await call.admit!(
-        keys.voucher(voucherId),
-        keys.buyers(voucherId),
-        keys.idempotency(voucherId),
-        keys.inflight(shard),
-        keys.orders(shard),
-        voucherId.toString(),
+        ...keysForAdmit(voucherId),
         userId.toString(),
         orderId.toString(),
         quantity,
