@@ -50,7 +50,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err instanceof AppError) {
-      if (err.status === 429 || err.status === 503) void reply.header('retry-after', '1');
+      if (err.status === 503) void reply.header('retry-after', '1');
       return reply.code(err.status).send(err.toBody());
     }
     if (err.validation) {
