@@ -1,4 +1,4 @@
-import { Kysely, Migrator, MysqlDialect } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, MysqlDialect } from 'kysely';
 import { createPool } from 'mysql2';
 import { createConnection as createPromiseConnection } from 'mysql2/promise';
 import type { Database } from './types.js';
@@ -38,7 +38,15 @@ const common = {
 export function createDb(url: string, poolSize = 10): Db {
   const p = parseDatabaseUrl(url);
   const pool = createPool({ ...common, ...p, connectionLimit: poolSize, enableKeepAlive: true });
-  return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+  return new Kysely<Database>({
+    dialect: new MysqlDialect({
+      pool,
+      // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
+      onCreateConnection: async (connection) => {
+        await connection.executeQuery(CompiledQuery.raw("SET time_zone = '+00:00'"));
+      },
+    }),
+  });
 }
 
 /** Creates the database named in the URL when it does not exist. */
