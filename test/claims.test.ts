@@ -99,9 +99,10 @@ describe('seckill admission', () => {
   });
 
   it('when the window opens a moment later, then the same claim is admitted once it is open', async () => {
-    const v = await createVoucher(t, { stock: 2, beginAt: new Date(Date.now() + 400), endAt: new Date(Date.now() + 60_000) });
+    const beginAt = new Date(Date.now() + 1_500);
+    const v = await createVoucher(t, { stock: 2, beginAt, endAt: new Date(Date.now() + 60_000) });
     assert.equal((await claim(t, v.id, 31)).json().code, 'NOT_STARTED');
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, beginAt.getTime() - Date.now() + 100));
     assert.equal((await claim(t, v.id, 31)).statusCode, 202);
   });
 

@@ -74,7 +74,7 @@ describe('seckill command', () => {
         const claimed = await client.request('POST', `/api/vouchers/${created.body.id}/orders`, { token: buyer, body: {} });
         assert.equal(claimed.status, 202);
         let status = 'processing';
-        for (let i = 0; i < 100 && status === 'processing'; i++) {
+        for (let i = 0; i < 300 && status === 'processing'; i++) {
           status = String((await client.request('GET', `/api/orders/${claimed.body.orderId}`, { token: buyer })).body.status);
           await new Promise((r) => setTimeout(r, 50));
         }

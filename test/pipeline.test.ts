@@ -48,9 +48,15 @@ describe('order pipeline', () => {
     const copies = raw.filter(([, f]) => f[3] === v.id);
     assert.ok(copies.length >= 1);
     for (const [, fields] of copies) await t.c.redis.xadd(t.c.keys.orders(shard), '*', ...fields);
-    await new Promise((r) => setTimeout(r, 300));
-    const pending = (await t.c.redis.xpending(t.c.keys.orders(shard), CONSUMER_GROUP)) as [number];
-    assert.equal(pending[0], 0, 'copies acknowledged');
+    // Wait until the group has read every copy (lag 0) and acknowledged it (nothing pending).
+    const settled = async () => {
+      const groups = (await t.c.redis.xinfo('GROUPS', t.c.keys.orders(shard))) as unknown[][];
+      const group = groups.find((g) => g[1] === CONSUMER_GROUP)!;
+      const field = (name: string) => Number(group[group.indexOf(name) + 1]);
+      return field('lag') === 0 && field('pending') === 0;
+    };
+    for (let waited = 0; !(await settled()) && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(await settled(), 'copies read and acknowledged');
     await assertInvariants(t.c, v.id, admitted);
     assert.equal((await readTruth(t.c, v.id)).orders.length, 5);
   });
