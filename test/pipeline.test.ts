@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createContainer } from '../src/container.js';
-import { CONSUMER_GROUP } from '../src/pipeline/consumer.js';
+import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
 import { parseEntry, type OrderEntry } from '../src/pipeline/entries.js';
 import { storeOrders } from '../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';

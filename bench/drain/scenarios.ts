@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { Container } from '../../src/container.js';
 import { AdmitCode } from '../../src/infra/redis/scripts.js';
-import { CONSUMER_GROUP, ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
+import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
+import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type RawEntry } from '../../src/pipeline/entries.js';
 import { type Breakdown, createBreakdown, type CpuSample, cpuMeter, type ProfileSummary, startProfile } from './probes.js';
 

@@ -17,7 +17,6 @@ import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type Raw
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
 import { FailureReason, type Settlement, storeOrders } from './store-orders.js';
 
-export { CONSUMER_GROUP };
 const MAX_BACKOFF_MS = 5_000;
 
 export interface PipelineOptions {
@@ -134,11 +133,6 @@ class Lane {
     for (let i = 0; i < normal.length; i += size) await this.storeAndSettle(normal.slice(i, i + size));
   }
 
-  /**
-   * Stores (retrying transient errors with back-off for as long as the process runs) and settles.
-   * A non-transient error is isolated by storing the entries one by one; an entry that fails alone
-   * stays pending, comes back later with one more delivery, and ends as poison.
-   */
   private async storeAndSettle(entries: OrderEntry[], failAll?: string): Promise<void> {
     const decided = await this.store(entries, failAll);
     // A Redis error here leaves the entries pending: they come back, are found stored, and settle then.

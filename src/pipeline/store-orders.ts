@@ -41,6 +41,21 @@ interface OrderRow {
   timeout: number | null;
 }
 
+/** The row of one order: pending with its payment window, or failed with its reason. */
+function orderRow(e: OrderEntry, outcome: { timeout: number } | { reason: string; createdAt?: Date }): OrderRow {
+  const isFailed = 'reason' in outcome;
+  return {
+    id: e.orderId,
+    voucher_id: e.voucherId.toString(),
+    user_id: e.userId,
+    quantity: e.quantity,
+    status: isFailed ? 'failed' : 'pending_payment',
+    created_at: (isFailed && outcome.createdAt) || e.createdAt,
+    failure_reason: isFailed ? outcome.reason.slice(0, 255) : null,
+    timeout: isFailed ? null : outcome.timeout,
+  };
+}
+
 /** Sorts entries into admission order (stream ids "ms-seq"), parsing each id once. */
 function inAdmissionOrder(entries: OrderEntry[]): OrderEntry[] {
   return entries
@@ -73,7 +88,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
     .executeTakeFirst();
   const failRow = (e: OrderEntry, reason: string) => {
     out.set(e.orderId, failed(reason));
-    rows.push({ id: e.orderId, voucher_id: id, user_id: e.userId, quantity: e.quantity, status: 'failed', created_at: e.createdAt, failure_reason: reason.slice(0, 255), timeout: null });
+    rows.push(orderRow(e, { reason }));
   };
   if (!voucher) {
     for (const e of entries) failRow(e, `${FailureReason.VOUCHER_NOT_FOUND}: voucher ${id} does not exist`);
@@ -128,16 +143,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
 
   for (const e of accepted) {
     out.set(e.orderId, { kind: 'stored' });
-    rows.push({
-      id: e.orderId,
-      voucher_id: id,
-      user_id: e.userId,
-      quantity: e.quantity,
-      status: 'pending_payment',
-      created_at: e.createdAt,
-      failure_reason: null,
-      timeout: voucher.payment_timeout_seconds,
-    });
+    rows.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
   }
 }
 
@@ -179,17 +185,8 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
     if (failAll) {
       for (const e of fresh) {
         out.set(e.orderId, failed(failAll));
-        rows.push({
-          id: e.orderId,
-          voucher_id: e.voucherId.toString(),
-          user_id: e.userId,
-          quantity: e.quantity,
-          status: 'failed',
-          // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
-          created_at: new Date(),
-          failure_reason: failAll.slice(0, 255),
-          timeout: null,
-        });
+        // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
+        rows.push(orderRow(e, { reason: failAll, createdAt: new Date() }));
       }
     } else {
       const byVoucher = new Map<bigint, OrderEntry[]>();
