@@ -101,6 +101,20 @@ export const settings = {
     'Deliveries after which an entry that still cannot be stored becomes a failed order (dead letter).',
     int(1, 1000),
   ),
+  expiryPollMs: setting(
+    'EXPIRY_POLL_MS',
+    '500',
+    'How often a worker looks for unpaid orders past their deadline (database timer).',
+    int(10, 60000),
+  ),
+  expiryBatch: setting('EXPIRY_BATCH', '500', 'Most orders expired in one database transaction.', int(1, 10000)),
+  waitlistMax: setting('WAITLIST_MAX', '10000', 'Most users waiting per voucher (waitlist: true); later ones are told waitlisted: false.', int(1, 10000000)),
+  claimLockTtlMs: setting(
+    'CLAIM_LOCK_TTL_MS',
+    '5000',
+    'limited vouchers: lifetime of the per-user claim lock; renewed automatically while the claim runs.',
+    int(100, 600000),
+  ),
 } as const;
 
 type Settings = typeof settings;

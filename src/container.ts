@@ -14,11 +14,14 @@ import { createRedis } from './infra/redis/client.js';
 import { createKeySpace, type KeySpace } from './infra/redis/keys.js';
 import { createScripts, type Scripts } from './infra/redis/scripts.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { createOrderEvents, type OrderEvents } from './orders/events.js';
 import { getOrderUseCase } from './orders/get-order.js';
+import { listOrdersUseCase } from './orders/list-orders.js';
 import { createOrderRepository } from './orders/repository.js';
 import { claimSeckillUseCase } from './seckill/claim.js';
 import { createInflightReader, type InflightReader } from './seckill/inflight.js';
 import { OrderPipeline } from './pipeline/consumer.js';
+import { claimInSqlUseCase } from './sql-claims/claim.js';
 import { createVoucherUseCase } from './vouchers/create-voucher.js';
 import { createVoucherDirectory } from './vouchers/directory.js';
 import { createVoucherRedisState } from './vouchers/redis-state.js';
@@ -34,6 +37,7 @@ export interface Container {
   tokens: TokenService;
   inflight: InflightReader;
   metrics: Metrics;
+  events: OrderEvents;
   appDeps: AppDeps;
   /** Starts the stream consumers in this process; close() stops them first. */
   startPipeline(): Promise<OrderPipeline>;
@@ -65,6 +69,8 @@ export async function createContainer(config: Config, log: Logger, options: Cont
     const inflight = createInflightReader(redis, keys);
     const directory = createVoucherDirectory(vouchers);
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight });
+    const events = createOrderEvents({ redis, keys, log });
+    const orders = createOrderRepository(db);
 
     const appDeps: AppDeps = {
       logger: log,
@@ -88,8 +94,13 @@ export async function createContainer(config: Config, log: Logger, options: Cont
           redisState,
           onOutcome: metrics.countClaim,
         }),
+        claimInSql: claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs }),
       },
-      orders: { getOrder: getOrderUseCase({ orders: createOrderRepository(db), inflight }) },
+      orders: {
+        getOrder: getOrderUseCase({ orders, inflight }),
+        listOrders: listOrdersUseCase({ orders }),
+        events,
+      },
     };
 
     let pipeline: OrderPipeline | null = null;
@@ -104,6 +115,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       tokens,
       inflight,
       metrics,
+      events,
       appDeps,
       async startPipeline() {
         pipeline ??= await OrderPipeline.start({
@@ -133,6 +145,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         if (closed) return;
         closed = true;
         await pipeline?.close();
+        await events.close();
         await ids.close();
         await redis.quit().catch(() => redis.disconnect());
         await db.destroy();

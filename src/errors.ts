@@ -11,11 +11,20 @@ export const ErrorCode = {
   ENDED: 409,
   SOLD_OUT: 409,
   LIMIT_EXCEEDED: 409,
+  ORDER_PROCESSING: 409,
+  ORDER_EXPIRED: 409,
+  ORDER_CANCELLED: 409,
+  ORDER_PAID: 409,
+  ORDER_FAILED: 409,
+  NOT_WAITLISTED: 404,
+  /** limited: another claim of the same user on the same voucher holds the lock. */
+  CLAIM_IN_PROGRESS: 409,
+  /** limited: the per-user lock expired before the claim committed; nothing was taken. */
+  LOCK_LOST: 503,
   IDEMPOTENCY_KEY_REUSED: 422,
   PAYLOAD_TOO_LARGE: 413,
   UNAVAILABLE: 503,
   INTERNAL: 500,
-  NOT_IMPLEMENTED: 501,
 } as const;
 
 export type ErrorCodeName = keyof typeof ErrorCode;

@@ -2,6 +2,8 @@ import { Type } from 'typebox';
 import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
+import type { OrderEvents } from './events.js';
+import type { ListOrdersQuery } from './list-orders.js';
 import type { OrderView } from './order.js';
 
 const OrderBody = Type.Object({
@@ -18,6 +20,8 @@ const OrderBody = Type.Object({
 export interface OrderRouteDeps {
   guards: Guards;
   getOrder(caller: Principal, orderId: bigint): Promise<OrderView>;
+  listOrders(caller: Principal, query: ListOrdersQuery): Promise<OrderView[]>;
+  events: OrderEvents;
 }
 
 export function registerOrderRoutes(app: App, { guards, getOrder }: OrderRouteDeps) {

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
+import type { SqlClaim, SqlClaimResult } from '../sql-claims/claim.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { Admission, SeckillClaim } from './claim.js';
 
@@ -12,15 +13,17 @@ const ClaimBody = Type.Object(
 const ClaimHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
 });
-const Admitted = Type.Object({ orderId: Type.String(), status: Type.String() });
+const Claimed = Type.Object({ orderId: Type.String(), status: Type.String() });
 
 export interface ClaimRouteDeps {
   guards: Guards;
   directory: VoucherDirectory;
   claimSeckill(claim: SeckillClaim): Promise<Admission>;
+  /** limited and common kinds: the order is stored before the answer. */
+  claimInSql(claim: SqlClaim): Promise<SqlClaimResult>;
 }
 
-export function registerClaimRoutes(app: App, { guards, directory, claimSeckill }: ClaimRouteDeps) {
+export function registerClaimRoutes(app: App, { guards, directory, claimSeckill, claimInSql }: ClaimRouteDeps) {
   app.post(
     '/api/vouchers/:id/orders',
     {
@@ -35,25 +38,28 @@ export function registerClaimRoutes(app: App, { guards, directory, claimSeckill 
         summary: 'Claim units of a voucher',
         description:
           'seckill: 202 {orderId, status:"processing"}; the order is stored asynchronously. ' +
+          'limited/common: 201 {orderId, status:"pending_payment"}; the order is stored before the answer. ' +
           'Repeating a request with the same Idempotency-Key returns the same order and takes no second unit.',
         params: IdParams,
         headers: ClaimHeaders,
         body: ClaimBody,
-        response: { 202: Admitted, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: { 201: Claimed, 202: Claimed, '4xx': ErrorBody, '5xx': ErrorBody },
       },
     },
     async (request, reply) => {
       const voucher = await directory.get(BigInt(request.params.id));
       if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${request.params.id} not found`);
-      if (voucher.kind !== 'seckill') {
-        throw new AppError('NOT_IMPLEMENTED', `claims on ${voucher.kind} vouchers are not available yet`);
-      }
-      const admission = await claimSeckill({
+      const claim = {
         voucher,
         userId: principalOf(request).userId,
         quantity: request.body.quantity ?? 1,
         idempotencyKey: request.headers['idempotency-key'],
-      });
+      };
+      if (voucher.kind !== 'seckill') {
+        const { orderId } = await claimInSql(claim);
+        return reply.code(201).send({ orderId, status: 'pending_payment' });
+      }
+      const admission = await claimSeckill(claim);
       return reply.code(202).send({ orderId: admission.orderId, status: 'processing' });
     },
   );

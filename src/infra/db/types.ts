@@ -34,6 +34,8 @@ export interface OrdersTable {
   paid_at: Date | null;
   updated_at: Generated<Date>;
   failure_reason: string | null;
+  /** Idempotency-Key of a synchronous (limited/common) claim; seckill keeps its keys in Redis. */
+  idempotency_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Units each user holds per voucher in active orders; the per-user limit is checked against it. */
@@ -43,8 +45,18 @@ export interface UserQuantitiesTable {
   quantity: number;
 }
 
+/** Units released in SQL (expired/cancelled order) that Redis has not been given back yet. */
+export interface ReleaseOutboxTable {
+  order_id: Id;
+  voucher_id: Id;
+  user_id: Id;
+  quantity: number;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
   user_quantities: UserQuantitiesTable;
+  release_outbox: ReleaseOutboxTable;
 }

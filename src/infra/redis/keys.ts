@@ -17,6 +17,16 @@ export interface KeySpace {
   orders(shard: number): string;
   /** Stream per shard: entries that could not become stored orders, with the reason. */
   deadLetters(shard: number): string;
+  /** Hash: orderId -> 1 for released units already given back to Redis (outbox relay, once only). */
+  released(voucherId: bigint): string;
+  /** Sorted set: userId scored by enrolment time (µs), the voucher's waitlist, FIFO. */
+  waitlist(voucherId: bigint): string;
+  /** Hash: userId -> quantity the waiting user asked for. */
+  waitlistQuantities(voucherId: bigint): string;
+  /** Pub/sub channel of order events (JSON arrays), for server-sent events. */
+  orderEvents(): string;
+  /** Per-user claim lock of a limited voucher (redis-semaphore adds its own `mutex:` prefix). */
+  claimLock(voucherId: bigint, userId: bigint): string;
   /** Short lock while a voucher's Redis state is rebuilt from the database. */
   warmLock(voucherId: bigint): string;
   /** Lease of one Snowflake worker id. */
@@ -41,6 +51,11 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     inflight: (s) => `${tag(s)}:inflight`,
     orders: (s) => `${tag(s)}:orders`,
     deadLetters: (s) => `${tag(s)}:dead`,
+    released: (id) => `${v(id)}:released`,
+    waitlist: (id) => `${v(id)}:wait`,
+    waitlistQuantities: (id) => `${v(id)}:waitq`,
+    orderEvents: () => `${prefix}:order-events`,
+    claimLock: (id, user) => `${prefix}:{u${user}}:claim:${id}`,
     warmLock: (id) => `${v(id)}:warming`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,

@@ -1,7 +1,9 @@
 import type { Migration } from 'kysely';
 import * as initial from './0001-initial.js';
+import * as lifecycle from './0002-lifecycle.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-lifecycle': lifecycle,
 };

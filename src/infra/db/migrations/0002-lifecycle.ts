@@ -1,0 +1,32 @@
+import { type Kysely, sql } from 'kysely';
+
+// Order lifecycle: units released by an expiry or a cancellation wait in an outbox until Redis
+// has them back (the release commits in SQL first; Redis follows exactly once, even after a
+// crash in between). Synchronous (limited/common) claims keep their Idempotency-Key on the order.
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('release_outbox')
+    .addColumn('order_id', sql`bigint unsigned`, (c) => c.primaryKey())
+    .addColumn('voucher_id', sql`bigint unsigned`, (c) => c.notNull())
+    .addColumn('user_id', sql`bigint unsigned`, (c) => c.notNull())
+    .addColumn('quantity', 'integer', (c) => c.notNull())
+    .addColumn('created_at', sql`datetime(3)`, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .modifyEnd(sql`engine=InnoDB`)
+    .execute();
+  await db.schema.createIndex('release_outbox_voucher').on('release_outbox').column('voucher_id').execute();
+
+  await db.schema.alterTable('orders').addColumn('idempotency_key', 'varchar(64)').execute();
+  // NULL keys never collide, so claims without a key are unaffected.
+  await db.schema
+    .createIndex('orders_idempotency')
+    .unique()
+    .on('orders')
+    .columns(['voucher_id', 'user_id', 'idempotency_key'])
+    .execute();
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropIndex('orders_idempotency').on('orders').execute();
+  await db.schema.alterTable('orders').dropColumn('idempotency_key').execute();
+  await db.schema.dropTable('release_outbox').execute();
+}
