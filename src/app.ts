@@ -9,9 +9,11 @@ import type { Registry } from 'prom-client';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import type { App } from './http.js';
+import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './seckill/routes.js';
 import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
+import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -24,6 +26,8 @@ export interface AppDeps {
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
   orders: Omit<OrderRouteDeps, 'guards'>;
+  lifecycle: Omit<LifecycleRouteDeps, 'guards'>;
+  waitlist: Omit<WaitlistRouteDeps, 'guards'>;
 }
 
 const INFRA_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR']);
@@ -99,5 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerVoucherRoutes(app, { guards: deps.guards, ...deps.vouchers });
   registerClaimRoutes(app, { guards: deps.guards, ...deps.claims });
   registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
+  registerLifecycleRoutes(app, { guards: deps.guards, ...deps.lifecycle });
+  registerWaitlistRoutes(app, { guards: deps.guards, ...deps.waitlist });
   return app;
 }

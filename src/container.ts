@@ -13,6 +13,10 @@ import { createDb, type Db, ensureDatabase, migrateToLatest } from './infra/db/d
 import { createRedis } from './infra/redis/client.js';
 import { createKeySpace, type KeySpace } from './infra/redis/keys.js';
 import { createScripts, type Scripts } from './infra/redis/scripts.js';
+import { ExpiryWorker } from './lifecycle/expiry-worker.js';
+import { cancelOrderUseCase, payOrderUseCase } from './lifecycle/order-actions.js';
+import { createReleaseRelay, type ReleaseRelay } from './lifecycle/outbox-relay.js';
+import { createReleases, type Releases } from './lifecycle/releases.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createOrderEvents, type OrderEvents } from './orders/events.js';
 import { getOrderUseCase } from './orders/get-order.js';
@@ -26,6 +30,7 @@ import { createVoucherUseCase } from './vouchers/create-voucher.js';
 import { createVoucherDirectory } from './vouchers/directory.js';
 import { createVoucherRedisState } from './vouchers/redis-state.js';
 import { createVoucherRepository } from './vouchers/repository.js';
+import { waitlistPositionUseCase } from './waitlist/position.js';
 
 export interface Container {
   config: Config;
@@ -38,9 +43,15 @@ export interface Container {
   inflight: InflightReader;
   metrics: Metrics;
   events: OrderEvents;
+  relay: ReleaseRelay;
+  releases: Releases;
   appDeps: AppDeps;
   /** Starts the stream consumers in this process; close() stops them first. */
   startPipeline(): Promise<OrderPipeline>;
+  /** Starts the payment timer (expiry sweeps and the release relay) in this process. */
+  startExpiry(): ExpiryWorker;
+  /** Everything a worker runs: the pipeline and the payment timer. */
+  startWorkers(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -68,9 +79,12 @@ export async function createContainer(config: Config, log: Logger, options: Cont
     const vouchers = createVoucherRepository(db);
     const inflight = createInflightReader(redis, keys);
     const directory = createVoucherDirectory(vouchers);
-    const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight });
+    const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const events = createOrderEvents({ redis, keys, log });
     const orders = createOrderRepository(db);
+    const relay = createReleaseRelay({ db, redis, keys, scripts, ids, directory, redisState, events });
+    const releases = createReleases({ db, relay, events, log });
+    const getOrder = getOrderUseCase({ orders, inflight });
 
     const appDeps: AppDeps = {
       logger: log,
@@ -97,13 +111,54 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         claimInSql: claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs }),
       },
       orders: {
-        getOrder: getOrderUseCase({ orders, inflight }),
+        getOrder,
         listOrders: listOrdersUseCase({ orders }),
         events,
       },
+      lifecycle: {
+        payOrder: payOrderUseCase({ db, getOrder, releases, events }),
+        cancelOrder: cancelOrderUseCase({ getOrder, releases }),
+      },
+      waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
     };
 
     let pipeline: OrderPipeline | null = null;
+    let expiry: ExpiryWorker | null = null;
+    const startExpiry = () =>
+      (expiry ??= ExpiryWorker.start({
+        releases,
+        relay,
+        log,
+        pollMs: config.expiryPollMs,
+        batch: config.expiryBatch,
+        onExpired: (n) => metrics.expired.inc(n),
+      }));
+    const startPipeline = async () => {
+      pipeline ??= await OrderPipeline.start({
+        redisUrl: config.redisUrl,
+        redis,
+        db,
+        keys,
+        scripts,
+        log,
+        options: {
+          consumer: config.consumerName || `${hostname()}:${process.pid}`,
+          lanes: config.pipelineLanes,
+          batchSize: config.pipelineBatch,
+          blockMs: config.pipelineBlockMs,
+          claimIdleMs: config.claimIdleMs,
+          maxDeliveries: config.maxDeliveries,
+        },
+        events: {
+          stored: (n) => metrics.stored.inc(n),
+          failed: (reason) => metrics.failed.inc({ reason }),
+          retried: () => metrics.retries.inc(),
+          settled: (orderEvents) => void events.publish(orderEvents),
+        },
+      });
+      return pipeline;
+    };
+
     let closed = false;
     return {
       config,
@@ -116,34 +171,19 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       inflight,
       metrics,
       events,
+      relay,
+      releases,
       appDeps,
-      async startPipeline() {
-        pipeline ??= await OrderPipeline.start({
-          redisUrl: config.redisUrl,
-          redis,
-          db,
-          keys,
-          scripts,
-          log,
-          options: {
-            consumer: config.consumerName || `${hostname()}:${process.pid}`,
-            lanes: config.pipelineLanes,
-            batchSize: config.pipelineBatch,
-            blockMs: config.pipelineBlockMs,
-            claimIdleMs: config.claimIdleMs,
-            maxDeliveries: config.maxDeliveries,
-          },
-          events: {
-            stored: (n) => metrics.stored.inc(n),
-            failed: (reason) => metrics.failed.inc({ reason }),
-            retried: () => metrics.retries.inc(),
-          },
-        });
-        return pipeline;
+      startPipeline,
+      startExpiry,
+      async startWorkers() {
+        await startPipeline();
+        startExpiry();
       },
       async close() {
         if (closed) return;
         closed = true;
+        await expiry?.close();
         await pipeline?.close();
         await events.close();
         await ids.close();

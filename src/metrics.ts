@@ -8,6 +8,7 @@ export interface Metrics {
   stored: Counter;
   failed: Counter<'reason'>;
   retries: Counter;
+  expired: Counter;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -36,11 +37,16 @@ export function createMetrics(): Metrics {
     help: 'Order batches retried after a transient database error.',
     registers: [registry],
   });
+  const expired = new Counter({
+    name: 'seckill_orders_expired_total',
+    help: 'Unpaid orders expired by this process (units given back; waitlist served from them).',
+    registers: [registry],
+  });
   const claimChildren = new Map<string, ReturnType<typeof claims.labels>>();
   const countClaim = (outcome: string) => {
     let child = claimChildren.get(outcome);
     if (!child) claimChildren.set(outcome, (child = claims.labels(outcome)));
     child.inc();
   };
-  return { registry, claims, countClaim, stored, failed, retries };
+  return { registry, claims, countClaim, stored, failed, retries, expired };
 }

@@ -20,7 +20,7 @@ after(async () => {
   redis.disconnect();
 });
 
-async function voucher(stock: number, limit = 1, window: [number, number] = [-60_000, 60_000]) {
+async function voucher(stock: number, limit = 1, window: [number, number] = [-60_000, 60_000], waitlistCap = 0) {
   const voucherId = nextVoucher++;
   const now = Date.now();
   await scripts.warm({
@@ -31,6 +31,7 @@ async function voucher(stock: number, limit = 1, window: [number, number] = [-60
     perUserLimit: limit,
     inflight: 0,
     expireAtSeconds: Math.ceil(now / 1000) + 3600,
+    waitlistCap,
   });
   return voucherId;
 }
@@ -59,7 +60,16 @@ describe('admit script', () => {
     assert.ok(mine);
     assert.deepEqual(mine[1].slice(0, 8), ['o', r.orderId, 'v', String(v), 'u', '7', 'q', '2']);
     const slots = await Promise.all(
-      [keys.voucher(v), keys.buyers(v), keys.idempotency(v), keys.inflight(keys.shardOf(v)), keys.orders(keys.shardOf(v))].map(
+      [
+        keys.voucher(v),
+        keys.buyers(v),
+        keys.idempotency(v),
+        keys.inflight(keys.shardOf(v)),
+        keys.orders(keys.shardOf(v)),
+        keys.waitlist(v),
+        keys.waitlistQuantities(v),
+        keys.released(v),
+      ].map(
         (k) => redis.call('CLUSTER', 'KEYSLOT', k).catch(() => null),
       ),
     );
@@ -88,7 +98,7 @@ describe('admit script', () => {
     const v = await voucher(5, 3);
     const first = await admit(v, 3n, 1, 'abc');
     const again = await admit(v, 3n, 1, 'abc');
-    assert.deepEqual(again, { code: AdmitCode.REPLAYED, orderId: first.orderId, quantity: 1 });
+    assert.deepEqual(again, { code: AdmitCode.REPLAYED, orderId: first.orderId, quantity: 1, waitlisted: false });
     const other = await admit(v, 3n, 2, 'abc');
     assert.equal(other.code, AdmitCode.KEY_REUSED);
     assert.equal(other.orderId, first.orderId);
@@ -98,7 +108,7 @@ describe('admit script', () => {
   it('does not overwrite live state when warmed twice', async () => {
     const v = await voucher(5);
     await admit(v, 1n);
-    const created = await scripts.warm({ voucherId: v, stock: 5, beginMs: 0, endMs: Date.now() + 60_000, perUserLimit: 1, inflight: 0, expireAtSeconds: Math.ceil(Date.now() / 1000) + 60 });
+    const created = await scripts.warm({ voucherId: v, stock: 5, beginMs: 0, endMs: Date.now() + 60_000, perUserLimit: 1, inflight: 0, expireAtSeconds: Math.ceil(Date.now() / 1000) + 60, waitlistCap: 0 });
     assert.equal(created, false);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '4');
   });
@@ -115,5 +125,68 @@ describe('admit script', () => {
     assert.equal(results.filter((r) => r.code === AdmitCode.SOLD_OUT).length, 200);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '0');
     assert.equal(await redis.hlen(keys.buyers(v)), 100);
+  });
+});
+
+describe('waitlist and restock scripts', () => {
+  const restock = (voucherId: bigint, order: { orderId: string; userId: bigint; quantity: number }, promotionIds: bigint[] = []) =>
+    scripts.restock({ voucherId, orderId: order.orderId, userId: order.userId.toString(), quantity: order.quantity, promotionIds });
+
+  it('when a sold-out voucher has a waitlist, then each user is enrolled once, FIFO, up to its capacity', async () => {
+    const v = await voucher(1, 1, [-60_000, 60_000], 2);
+    assert.equal((await admit(v, 1n)).code, AdmitCode.ADMITTED);
+    assert.deepEqual(await admit(v, 2n), { code: AdmitCode.SOLD_OUT, orderId: '', quantity: 0, waitlisted: true });
+    assert.equal((await admit(v, 2n)).waitlisted, true, 'a second attempt says waitlisted again');
+    assert.equal((await admit(v, 3n, 1)).waitlisted, true);
+    assert.equal((await admit(v, 4n)).waitlisted, false, 'the waitlist is full');
+    assert.deepEqual(await redis.zrange(keys.waitlist(v), '0', '-1'), ['2', '3']);
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '0');
+  });
+
+  it('gives a released order back exactly once and promotes the head of the waitlist for it', async () => {
+    const v = await voucher(1, 1, [-60_000, 60_000], 10);
+    const sold = await admit(v, 1n);
+    await admit(v, 2n); // waits
+    const order = { orderId: sold.orderId, userId: 1n, quantity: 1 };
+    const first = await restock(v, order, [nextOrder++]);
+    assert.equal(first.kind, 'restocked');
+    assert.deepEqual(first.kind === 'restocked' && first.promotions.map((p) => p.userId), ['2']);
+    assert.deepEqual(await restock(v, order, [nextOrder++]), { kind: 'already' });
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '0', 'the promoted user took the unit');
+    assert.deepEqual(await redis.hgetall(keys.buyers(v)), { '2': '1' });
+    assert.equal(await redis.zcard(keys.waitlist(v)), 0);
+    const inflight = await redis.hget(keys.inflight(keys.shardOf(v)), first.kind === 'restocked' ? first.promotions[0]!.orderId : '');
+    assert.match(inflight!, new RegExp(`^${v}\\|2\\|1\\|`), 'the promotion is an in-flight order like any admission');
+  });
+
+  it('skips a waiting user who already holds the limit, and leaves a head that wants more than is free in place', async () => {
+    const v = await voucher(2, 1, [-60_000, 60_000], 10);
+    const a = await admit(v, 1n);
+    await admit(v, 2n);
+    assert.equal((await admit(v, 3n)).waitlisted, true);
+    assert.equal((await admit(v, 2n)).code, AdmitCode.LIMIT_EXCEEDED, 'a buyer at the limit is refused, not enrolled');
+    await redis.zadd(keys.waitlist(v), 1, '2'); // as if user 2 had enrolled first and bought since
+    const r = await restock(v, { orderId: a.orderId, userId: 1n, quantity: 1 }, [nextOrder++]);
+    assert.ok(r.kind === 'restocked');
+    assert.deepEqual(r.promotions.map((p) => p.userId), ['3'], 'user 2 is skipped, user 3 promoted');
+    assert.equal(await redis.zcard(keys.waitlist(v)), 0);
+
+    const big = await voucher(1, 3, [-60_000, 60_000], 10);
+    const b = await admit(big, 1n);
+    await admit(big, 5n, 2); // wants 2
+    const r2 = await restock(big, { orderId: b.orderId, userId: 1n, quantity: 1 }, [nextOrder++]);
+    assert.deepEqual(r2, { kind: 'restocked', promotions: [] });
+    assert.deepEqual(await redis.zrange(keys.waitlist(big), '0', '-1'), ['5'], 'the head keeps its place');
+    assert.equal(await redis.hget(keys.voucher(big), 'stock'), '1');
+  });
+
+  it('answers missing when the voucher state is gone, and promotes nobody after the sale window', async () => {
+    assert.deepEqual(await restock(888_888n, { orderId: '1', userId: 1n, quantity: 1 }), { kind: 'missing' });
+    const v = await voucher(1, 1, [-60_000, 1_500], 10);
+    const a = await admit(v, 1n);
+    await admit(v, 2n);
+    await new Promise((r) => setTimeout(r, 1_600));
+    assert.deepEqual(await restock(v, { orderId: a.orderId, userId: 1n, quantity: 1 }, [nextOrder++]), { kind: 'restocked', promotions: [] });
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '1');
   });
 });

@@ -82,7 +82,7 @@ export async function prefill(c: Container, idBase: bigint, voucherCount: number
       .execute();
     await c.scripts.warm({
       voucherId: id, stock, beginMs: begin.getTime(), endMs: end.getTime(), perUserLimit: 1, inflight: 0,
-      expireAtSeconds: Math.ceil(end.getTime() / 1000) + 3600,
+      expireAtSeconds: Math.ceil(end.getTime() / 1000) + 3600, waitlistCap: 0,
     });
   }
   await ensureConsumerGroups(c.redis, c.keys);

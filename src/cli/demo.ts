@@ -36,7 +36,7 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log, { migrate: true });
   const app = await buildApp(container.appDeps);
-  await container.startPipeline();
+  await container.startWorkers();
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   const client = new JsonClient(address, 256);
   const tty = process.stdout.isTTY;

@@ -6,7 +6,7 @@ import { exitOnSignal } from './shutdown.js';
 
 export interface ServeOptions {
   migrate: boolean;
-  /** Run the order pipeline in this process (default); `--no-worker` leaves it to `seckill worker`. */
+  /** Run the order pipeline and the payment timer in this process (default); `--no-worker` leaves it to `seckill worker`. */
   worker: boolean;
 }
 
@@ -18,7 +18,7 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log, { migrate: options.migrate });
   const app = await buildApp(container.appDeps);
-  if (options.worker) await container.startPipeline();
+  if (options.worker) await container.startWorkers();
   await app.listen({ port: config.port, host: config.host });
   exitOnSignal(log, async () => {
     await app.close();

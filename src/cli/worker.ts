@@ -3,10 +3,10 @@ import { createContainer } from '../container.js';
 import { createLogger } from '../logger.js';
 import { exitOnSignal } from './shutdown.js';
 
-/** `seckill worker`: the order pipeline only. SIGTERM finishes the batches in hand, acks, exits 0. */
+/** `seckill worker`: the order pipeline and the payment timer. SIGTERM finishes the batches in hand, acks, exits 0. */
 export async function worker(config: Config): Promise<void> {
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log);
-  await container.startPipeline();
+  await container.startWorkers();
   exitOnSignal(log, () => container.close());
 }

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { Type } from 'typebox';
 import type { OrdersTable } from '../infra/db/types.js';
 import type { InflightOrder } from '../seckill/inflight.js';
 
@@ -14,6 +15,18 @@ export interface OrderView {
   expiresAt?: string;
   failureReason?: string;
 }
+
+/** Response schema of an order (API.md). */
+export const OrderBody = Type.Object({
+  id: Type.String(),
+  voucherId: Type.String(),
+  userId: Type.String(),
+  quantity: Type.Integer(),
+  status: Type.String(),
+  createdAt: Type.String(),
+  expiresAt: Type.Optional(Type.String()),
+  failureReason: Type.Optional(Type.String()),
+});
 
 export function orderFromRow(row: Selectable<OrdersTable>): OrderView {
   return {

@@ -53,7 +53,7 @@ function toAdmission(result: AdmitResult, claim: SeckillClaim): Admission {
     case AdmitCode.LIMIT_EXCEEDED:
       throw new AppError('LIMIT_EXCEEDED', `at most ${claim.voucher.perUserLimit} unit(s) per user`);
     case AdmitCode.SOLD_OUT:
-      throw new AppError('SOLD_OUT', 'sold out', { waitlisted: false });
+      throw new AppError('SOLD_OUT', result.waitlisted ? 'sold out; you are on the waitlist' : 'sold out', { waitlisted: result.waitlisted });
     case AdmitCode.KEY_REUSED:
       throw new AppError(
         'IDEMPOTENCY_KEY_REUSED',

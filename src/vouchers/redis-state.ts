@@ -17,7 +17,7 @@ import type { Voucher } from './voucher.js';
 /** Redis state outlives the sale window by this much (late payments, expiries, audits). */
 const RETAIN_AFTER_END_MS = 7 * 24 * 3600 * 1000;
 const WARM_LOCK_MS = 10_000;
-const BUYERS_CHUNK = 1000;
+const CHUNK = 1000;
 
 export interface VoucherRedisState {
   /** Writes the state of a voucher that was just created. */
@@ -34,9 +34,11 @@ export interface VoucherRedisStateDeps {
   scripts: Scripts;
   vouchers: VoucherRepository;
   inflight: InflightReader;
+  /** Capacity of a voucher's waitlist (WAITLIST_MAX). */
+  waitlistMax: number;
 }
 
-export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflight }: VoucherRedisStateDeps): VoucherRedisState {
+export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax }: VoucherRedisStateDeps): VoucherRedisState {
   const expireAtSeconds = (v: Voucher) => Math.ceil((v.endAt.getTime() + RETAIN_AFTER_END_MS) / 1000);
   const warmInput = (v: Voucher, stock: number, inflightOrders: number) => ({
     voucherId: v.id,
@@ -46,25 +48,30 @@ export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflig
     perUserLimit: v.perUserLimit,
     inflight: inflightOrders,
     expireAtSeconds: expireAtSeconds(v),
+    waitlistCap: v.kind === 'seckill' && v.waitlist ? waitlistMax : 0,
   });
+
+  async function fill(key: string, entries: [string, number][]) {
+    await redis.del(key);
+    for (let i = 0; i < entries.length; i += CHUNK) {
+      await redis.hset(key, Object.fromEntries(entries.slice(i, i + CHUNK)));
+    }
+  }
 
   async function rebuild(v: Voucher): Promise<boolean> {
     const pending = await inflight.ofVoucher(v.id); // first: see the module comment
-    const fresh = await vouchers.findById(v.id);
-    if (!fresh) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${v.id} not found`);
-    const held = await vouchers.userQuantities(v.id);
+    const snapshot = await vouchers.warmSnapshot(v.id);
+    if (!snapshot) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${v.id} not found`);
+    const { voucher: fresh, held, released } = snapshot;
     let pendingUnits = 0;
     for (const o of pending) {
       pendingUnits += o.quantity;
       held.set(o.userId, (held.get(o.userId) ?? 0) + o.quantity);
     }
     if ((await redis.exists(keys.voucher(v.id))) === 1) return false;
-    const buyersKey = keys.buyers(v.id);
-    await redis.del(buyersKey);
-    const entries = [...held.entries()];
-    for (let i = 0; i < entries.length; i += BUYERS_CHUNK) {
-      await redis.hset(buyersKey, Object.fromEntries(entries.slice(i, i + BUYERS_CHUNK)));
-    }
+    await fill(keys.buyers(v.id), [...held.entries()]);
+    // Units the database already has back: the release relay must not give them back again.
+    await fill(keys.released(v.id), released.map((orderId) => [orderId, 1]));
     return scripts.warm(warmInput(fresh, Math.max(0, fresh.stock - pendingUnits), pending.length));
   }
 

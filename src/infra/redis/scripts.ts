@@ -1,7 +1,8 @@
 // Typed wrappers of the Lua scripts in ./lua. Each file is `name-<numKeys>.lua` (`name-n.lua`:
-// the number of keys varies and is given per call); ioredis'
-// defineCommand sends EVALSHA and falls back to EVAL when the server answers NOSCRIPT
-// (script cache flushed, failover to a replica that never saw the script).
+// the number of keys varies and is given per call); a line `--! include lib/x.lua` is replaced by
+// that file, so scripts share code without sharing a call. ioredis' defineCommand sends EVALSHA and
+// falls back to EVAL when the server answers NOSCRIPT (script cache flushed, failover to a replica
+// that never saw the script).
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
@@ -20,7 +21,7 @@ function defineAll(redis: Redis): Record<string, ScriptCall> {
     const [, name, keys] = match as unknown as [string, string, string];
     const command = `sk_${name}`;
     if (!(command in redis)) {
-      const lua = readFileSync(LUA_DIR + file, 'utf8');
+      const lua = readFileSync(LUA_DIR + file, 'utf8').replace(/^--! include (\S+)$/gm, (_, lib: string) => readFileSync(LUA_DIR + lib, 'utf8'));
       redis.defineCommand(command, keys === 'n' ? { lua } : { numberOfKeys: Number(keys), lua });
     }
     calls[name] = (redis as unknown as Record<string, ScriptCall>)[command]!.bind(redis);
@@ -53,6 +54,8 @@ export interface AdmitResult {
   /** The new order id (ADMITTED) or the earlier one (REPLAYED, KEY_REUSED). */
   orderId: string;
   quantity: number;
+  /** SOLD_OUT only: the user is on the voucher's waitlist. */
+  waitlisted: boolean;
 }
 
 export interface WarmInput {
@@ -63,7 +66,32 @@ export interface WarmInput {
   perUserLimit: number;
   inflight: number;
   expireAtSeconds: number;
+  /** Most users on the waitlist; 0 when the voucher has none. */
+  waitlistCap: number;
 }
+
+export interface RestockInput {
+  voucherId: bigint;
+  /** The released order, its buyer and its units. */
+  orderId: string;
+  userId: string;
+  quantity: number;
+  /** Fresh order ids for waitlist promotions; each promotion uses one. */
+  promotionIds: bigint[];
+}
+
+export interface Promotion {
+  orderId: string;
+  userId: string;
+  quantity: number;
+}
+
+export type RestockResult =
+  | { kind: 'restocked'; promotions: Promotion[] }
+  /** Given back before (the order is marked in the released hash). */
+  | { kind: 'already' }
+  /** The voucher's state is missing: warm it (warming marks the database's releases as given back). */
+  | { kind: 'missing' };
 
 /** One admitted order as its stream entry names it. */
 export interface OrderRef {
@@ -90,6 +118,8 @@ export interface Scripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
   /** true when created, false when the voucher's state already existed. */
   warm(input: WarmInput): Promise<boolean>;
+  /** Gives a released order's units back once, then promotes waiting users for them. */
+  restock(input: RestockInput): Promise<RestockResult>;
   /** High-water timestamp to start from, or -1 when another owner holds the lease. */
   lease(workerId: number, owner: string, ttlMs: number, issuedMs: number): Promise<number>;
   release(workerId: number, owner: string, issuedMs: number): Promise<boolean>;
@@ -104,41 +134,76 @@ const ADMIT_KEYS_CACHED = 10_000;
 
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
   const call = defineAll(redis);
-  // The five key names of a hot voucher are built once, not on every claim.
-  const admitKeys = new Map<bigint, [string, string, string, string, string, string]>();
+  // The key names of a hot voucher are built once, not on every claim.
+  const admitKeys = new Map<bigint, string[]>();
   const keysForAdmit = (voucherId: bigint) => {
     let k = admitKeys.get(voucherId);
     if (!k) {
       if (admitKeys.size >= ADMIT_KEYS_CACHED) admitKeys.clear();
       const shard = keys.shardOf(voucherId);
-      k = [keys.voucher(voucherId), keys.buyers(voucherId), keys.idempotency(voucherId), keys.inflight(shard), keys.orders(shard), voucherId.toString()];
+      k = [
+        keys.voucher(voucherId),
+        keys.buyers(voucherId),
+        keys.idempotency(voucherId),
+        keys.inflight(shard),
+        keys.orders(shard),
+        keys.waitlist(voucherId),
+        keys.waitlistQuantities(voucherId),
+        voucherId.toString(),
+      ];
       admitKeys.set(voucherId, k);
     }
     return k;
   };
   return {
     async admit({ voucherId, userId, orderId, quantity, idempotencyKey }) {
-      const [code, id, q] = (await call.admit!(
+      const [code, id, q, waitlisted] = (await call.admit!(
         ...keysForAdmit(voucherId),
         userId.toString(),
         orderId.toString(),
         quantity,
         idempotencyKey ?? '',
-      )) as [number, string, number];
-      return { code: code as AdmitCode, orderId: id, quantity: q };
+      )) as [number, string, number, number];
+      return { code: code as AdmitCode, orderId: id, quantity: q, waitlisted: waitlisted === 1 };
     },
     async warm(w) {
       const created = await call.warm!(
         keys.voucher(w.voucherId),
         keys.buyers(w.voucherId),
+        keys.released(w.voucherId),
         w.stock,
         w.beginMs,
         w.endMs,
         w.perUserLimit,
         w.inflight,
         w.expireAtSeconds,
+        w.waitlistCap,
       );
       return created === 1;
+    },
+    async restock({ voucherId, orderId, userId, quantity, promotionIds }) {
+      const shard = keys.shardOf(voucherId);
+      const reply = (await call.restock!(
+        keys.voucher(voucherId),
+        keys.buyers(voucherId),
+        keys.released(voucherId),
+        keys.waitlist(voucherId),
+        keys.waitlistQuantities(voucherId),
+        keys.inflight(shard),
+        keys.orders(shard),
+        voucherId.toString(),
+        orderId,
+        userId,
+        quantity,
+        ...promotionIds.map(String),
+      )) as (number | string)[];
+      if (reply[0] === 1) return { kind: 'already' };
+      if (reply[0] === 2) return { kind: 'missing' };
+      const promotions: Promotion[] = [];
+      for (let i = 1; i + 2 < reply.length; i += 3) {
+        promotions.push({ orderId: String(reply[i]), userId: String(reply[i + 1]), quantity: Number(reply[i + 2]) });
+      }
+      return { kind: 'restocked', promotions };
     },
     async lease(workerId, owner, ttlMs, issuedMs) {
       return Number(await call.lease!(keys.workerLease(workerId), keys.workerHighWater(workerId), owner, ttlMs, issuedMs));

@@ -1,0 +1,30 @@
+-- Shared by admit and restock (inlined where a script says `--! include lib/admission.lua`):
+-- the checks and the writes of one admission, so a waitlist promotion is admitted exactly like a
+-- claim. Voucher hash fields: stock, begin, end, limit (per user), expire (unix s), waitcap.
+
+-- Redis TIME as {ms, µs-as-string}; the string keeps full precision for sorted-set scores.
+local function sk_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
+end
+
+-- 0 when the claim may be admitted, else 3 NOT_STARTED · 4 ENDED · 5 LIMIT_EXCEEDED · 6 SOLD_OUT
+-- (window first; limit before stock, so a repeat buyer hears LIMIT_EXCEEDED, not SOLD_OUT).
+local function sk_check(stock, v, held, quantity, now)
+  if now < tonumber(v[2]) then return 3 end
+  if now >= tonumber(v[3]) then return 4 end
+  if held + quantity > tonumber(v[4]) then return 5 end
+  if stock < quantity then return 6 end
+  return 0
+end
+
+-- Takes the units, counts them for the buyer, records the in-flight order and appends it to the
+-- shard's stream (the order pipeline stores it).
+local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
+  redis.call('HINCRBY', voucherKey, 'stock', -quantity)
+  redis.call('HINCRBY', voucherKey, 'inflight', 1)
+  redis.call('HINCRBY', buyersKey, userId, quantity)
+  redis.call('EXPIREAT', buyersKey, expireAt)
+  local streamId = redis.call('XADD', streamKey, '*', 'o', orderId, 'v', voucherId, 'u', userId, 'q', quantity, 't', now)
+  redis.call('HSET', inflightKey, orderId, voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now .. '|' .. streamId)
+end

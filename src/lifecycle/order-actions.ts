@@ -1,0 +1,76 @@
+// Use cases: a buyer pays for an order, or cancels it. Both answer at once: an order the pipeline
+// has not stored yet is ORDER_PROCESSING (the client retries), never a wait on the server. Both are
+// idempotent: repeating the action that already happened returns the order again.
+import { sql } from 'kysely';
+import type { Principal } from '../auth/tokens.js';
+import { AppError, type ErrorCodeName } from '../errors.js';
+import type { Db } from '../infra/db/database.js';
+import type { OrderEvents } from '../orders/events.js';
+import type { OrderView } from '../orders/order.js';
+import type { Releases } from './releases.js';
+
+type GetOrder = (caller: Principal, orderId: bigint) => Promise<OrderView>;
+
+const REFUSAL: Partial<Record<OrderView['status'], ErrorCodeName>> = {
+  processing: 'ORDER_PROCESSING',
+  paid: 'ORDER_PAID',
+  cancelled: 'ORDER_CANCELLED',
+  expired: 'ORDER_EXPIRED',
+  failed: 'ORDER_FAILED',
+};
+
+function refuse(order: OrderView): never {
+  const code = REFUSAL[order.status] ?? 'ORDER_EXPIRED';
+  const why = order.status === 'processing' ? 'is not stored yet; retry shortly' : `is ${order.status}`;
+  throw new AppError(code, `order ${order.id} ${why}`);
+}
+
+/** Only the buyer acts on an order: admins read others' orders but do not pay or cancel them. */
+const asOwner = (caller: Principal): Principal => ({ ...caller, admin: false });
+
+export interface OrderActionDeps {
+  db: Db;
+  getOrder: GetOrder;
+  releases: Releases;
+  events: OrderEvents;
+}
+
+export function payOrderUseCase({ db, getOrder, releases, events }: OrderActionDeps) {
+  return async function payOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
+    // One conditional update decides a payment racing its deadline: it only changes an unexpired
+    // pending order, in database time, on the row the expiry must lock too.
+    const paid = await db
+      .updateTable('orders')
+      .set({ status: 'paid', paid_at: sql<Date>`now(3)` })
+      .where('id', '=', orderId.toString())
+      .where('user_id', '=', caller.userId.toString())
+      .where('status', '=', 'pending_payment')
+      .where('expires_at', '>', sql<Date>`now(3)`)
+      .executeTakeFirst();
+    const order = await getOrder(asOwner(caller), orderId);
+    if (paid.numUpdatedRows === 1n) {
+      await events.publish([{ type: 'paid', status: 'paid', orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
+      return order;
+    }
+    if (order.status === 'paid') return order;
+    if (order.status === 'pending_payment') {
+      // Past its deadline, not swept yet: expire it now so the answer is final.
+      await releases.expireDue({ limit: 1, orderId });
+      throw new AppError('ORDER_EXPIRED', `order ${order.id} expired at ${order.expiresAt}`);
+    }
+    refuse(order);
+  };
+}
+
+export function cancelOrderUseCase({ getOrder, releases }: Pick<OrderActionDeps, 'getOrder' | 'releases'>) {
+  return async function cancelOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
+    const owner = asOwner(caller);
+    let order = await getOrder(owner, orderId);
+    if (order.status === 'pending_payment') {
+      await releases.cancel(orderId, caller.userId);
+      order = await getOrder(owner, orderId); // cancelled, or paid/expired by a racing request
+    }
+    if (order.status === 'cancelled') return order;
+    refuse(order);
+  };
+}

@@ -1,0 +1,102 @@
+// Relays released units from the database's outbox to Redis. A release commits in SQL first (with
+// its outbox row); this relay then gives the units back to Redis and deletes the row. The restock
+// script marks each order it gave back, so a relay that dies after Redis but before the delete
+// (or two relays racing) never gives the same units twice; rows are claimed with SKIP LOCKED, so
+// any worker can finish what a dead one left. Given-back units first go to the voucher's waitlist.
+import type { Redis } from 'ioredis';
+import type { IdGenerator } from '../ids/worker-lease.js';
+import type { Db } from '../infra/db/database.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import type { Promotion, Scripts } from '../infra/redis/scripts.js';
+import type { OrderEvents } from '../orders/events.js';
+import type { VoucherDirectory } from '../vouchers/directory.js';
+import type { VoucherRedisState } from '../vouchers/redis-state.js';
+
+const ROWS_PER_TRANSACTION = 200;
+
+export interface ReleaseRelayDeps {
+  db: Db;
+  redis: Redis;
+  keys: KeySpace;
+  scripts: Scripts;
+  ids: IdGenerator;
+  directory: VoucherDirectory;
+  redisState: VoucherRedisState;
+  events: OrderEvents;
+}
+
+export interface ReleaseRelay {
+  /** Relays every outbox row not held by another relay; returns how many it relayed. */
+  drain(): Promise<number>;
+}
+
+interface OutboxRow {
+  order_id: string;
+  voucher_id: string;
+  user_id: string;
+  quantity: number;
+}
+
+export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
+  const { db, redis, keys, scripts, ids, directory, redisState, events } = deps;
+
+  async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
+    const voucher = await directory.get(BigInt(row.voucher_id));
+    if (!voucher) return [];
+    const input = {
+      voucherId: voucher.id,
+      orderId: row.order_id,
+      userId: row.user_id,
+      quantity: row.quantity,
+      // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.
+      promotionIds: voucher.waitlist ? Array.from({ length: row.quantity }, () => ids.next()) : [],
+    };
+    let result = await scripts.restock(input);
+    if (result.kind === 'missing') {
+      // Warming reads the database, which already has these units, and marks this row as given back.
+      await redisState.rewarm(voucher);
+      result = await scripts.restock(input);
+    }
+    if (result.kind === 'missing') throw new Error(`voucher ${row.voucher_id} has no Redis state after warming`);
+    return result.kind === 'restocked' ? result.promotions.map((p) => ({ ...p, voucherId: row.voucher_id })) : [];
+  }
+
+  async function relayBatch(): Promise<number> {
+    let rows: OutboxRow[] = [];
+    const promotions: (Promotion & { voucherId: string })[] = [];
+    await db
+      .transaction()
+      .setIsolationLevel('read committed')
+      .execute(async (trx) => {
+        rows = await trx
+          .selectFrom('release_outbox')
+          .select(['order_id', 'voucher_id', 'user_id', 'quantity'])
+          .orderBy('order_id')
+          .limit(ROWS_PER_TRANSACTION)
+          .forUpdate()
+          .skipLocked()
+          .execute();
+        if (rows.length === 0) return;
+        for (const list of await Promise.all(rows.map(giveBack))) promotions.push(...list);
+        await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
+      });
+    // The marks only matter while a row exists; a mark left behind by a crash here is harmless.
+    const byVoucher = new Map<string, string[]>();
+    for (const r of rows) byVoucher.set(r.voucher_id, [...(byVoucher.get(r.voucher_id) ?? []), r.order_id]);
+    await Promise.all([...byVoucher].map(([v, orderIds]) => redis.hdel(keys.released(BigInt(v)), ...orderIds)));
+    await events.publish(promotions.map((p) => ({ type: 'promoted', status: 'processing', ...p })));
+    return rows.length;
+  }
+
+  return {
+    async drain() {
+      let total = 0;
+      let n: number;
+      do {
+        n = await relayBatch();
+        total += n;
+      } while (n === ROWS_PER_TRANSACTION);
+      return total;
+    },
+  };
+}

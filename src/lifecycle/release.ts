@@ -1,0 +1,72 @@
+// Giving units back: an unpaid order that expires, or one its buyer cancels. The status change is
+// conditional (only from pending_payment, on a locked row), so a payment racing the deadline either
+// wins or loses, never both. In the same transaction the units return to the voucher's stock and the
+// buyer's quantity, and seckill releases are written to the outbox: Redis gets them back after the
+// commit (outbox-relay.ts), exactly once even if this process dies in between.
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../infra/db/types.js';
+
+export type ReleaseStatus = 'expired' | 'cancelled';
+
+/** A pending order whose row the caller has locked (SELECT ... FOR UPDATE). */
+export interface LockedOrder {
+  id: string;
+  voucher_id: string;
+  user_id: string;
+  quantity: number;
+}
+
+const byId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
+
+export async function releaseLocked(trx: Transaction<Database>, orders: LockedOrder[], status: ReleaseStatus): Promise<void> {
+  if (orders.length === 0) return;
+  const changed = await trx
+    .updateTable('orders')
+    .set({ status })
+    .where('id', 'in', orders.map((o) => o.id))
+    .where('status', '=', 'pending_payment')
+    .executeTakeFirst();
+  if (Number(changed.numUpdatedRows) !== orders.length) throw new Error('a locked pending order changed under its lock');
+
+  const units = new Map<string, number>();
+  const held = new Map<string, { voucher: string; user: string; quantity: number }>();
+  for (const o of orders) {
+    units.set(o.voucher_id, (units.get(o.voucher_id) ?? 0) + o.quantity);
+    const key = `${o.voucher_id}:${o.user_id}`;
+    const h = held.get(key);
+    if (h) h.quantity += o.quantity;
+    else held.set(key, { voucher: o.voucher_id, user: o.user_id, quantity: o.quantity });
+  }
+
+  // Vouchers in ascending id order, like the order pipeline, so the two never deadlock.
+  const vouchers = await trx
+    .selectFrom('vouchers')
+    .select(['id', 'kind'])
+    .where('id', 'in', [...units.keys()])
+    .orderBy('id')
+    .forUpdate()
+    .execute();
+  for (const id of [...units.keys()].sort(byId)) {
+    await trx.updateTable('vouchers').set({ stock: sql`stock + ${units.get(id)!}` }).where('id', '=', id).execute();
+  }
+
+  // One statement for every (voucher, user): the rows exist while their orders are active. (Ids
+  // are cast: a BIGINT compared with a string would be compared as a double.)
+  const rows = sql.join(
+    [...held.values()].map((h) => sql`select cast(${h.voucher} as unsigned) as v, cast(${h.user} as unsigned) as u, ${h.quantity} as q`),
+    sql` union all `,
+  );
+  const { numAffectedRows } = await sql`
+    update user_quantities uq join (${rows}) d on uq.voucher_id = d.v and uq.user_id = d.u
+    set uq.quantity = uq.quantity - d.q`.execute(trx);
+  if (Number(numAffectedRows) !== held.size) throw new Error('a released order had no per-user quantity row');
+
+  const seckill = new Set(vouchers.filter((v) => v.kind === 'seckill').map((v) => v.id));
+  const outbox = orders.filter((o) => seckill.has(o.voucher_id));
+  if (outbox.length) {
+    await trx
+      .insertInto('release_outbox')
+      .values(outbox.map((o) => ({ order_id: o.id, voucher_id: o.voucher_id, user_id: o.user_id, quantity: o.quantity })))
+      .execute();
+  }
+}

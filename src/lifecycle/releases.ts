@@ -1,0 +1,76 @@
+// The two ways an order gives its units back: it expires unpaid, or its buyer cancels it. Both
+// commit in SQL (release.ts), then announce the change and hand the units to Redis through the
+// outbox relay. If the relay fails now, the outbox keeps the units for the next drain.
+//
+// The payment timer is the database itself: pending orders are indexed by (status, expires_at),
+// and any number of workers claim the due ones with FOR UPDATE SKIP LOCKED. Nothing to schedule,
+// nothing lost when a process dies or Redis forgets its data, and the deadline is compared with
+// the database's clock, the same clock `pay` uses, so exactly one of the two wins.
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Db } from '../infra/db/database.js';
+import type { OrderEvents } from '../orders/events.js';
+import type { ReleaseRelay } from './outbox-relay.js';
+import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.js';
+
+const COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity'] as const;
+
+export interface Releases {
+  /** Expires up to `limit` due orders (only `orderId`, if given); returns how many it expired. */
+  expireDue(options: { limit: number; orderId?: bigint }): Promise<number>;
+  /** Cancels a pending order of `userId`; false when the order was not pending. */
+  cancel(orderId: bigint, userId: bigint): Promise<boolean>;
+}
+
+export interface ReleasesDeps {
+  db: Db;
+  relay: ReleaseRelay;
+  events: OrderEvents;
+  log: Logger;
+}
+
+export function createReleases({ db, relay, events, log }: ReleasesDeps): Releases {
+  // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
+  // hold up the pipeline inserting new pending orders.
+  async function release(status: ReleaseStatus, lock: (trx: Parameters<typeof releaseLocked>[0]) => Promise<LockedOrder[]>) {
+    const orders = await db
+      .transaction()
+      .setIsolationLevel('read committed')
+      .execute(async (trx) => {
+        const locked = await lock(trx);
+        await releaseLocked(trx, locked, status);
+        return locked;
+      });
+    if (orders.length === 0) return 0;
+    await events.publish(
+      orders.map((o) => ({ type: status, status, orderId: o.id, voucherId: o.voucher_id, userId: o.user_id, quantity: o.quantity })),
+    );
+    await relay.drain().catch((err: unknown) => log.warn({ err }, 'release relay failed; the outbox keeps the units'));
+    return orders.length;
+  }
+
+  return {
+    expireDue: ({ limit, orderId }) =>
+      release('expired', (trx) => {
+        let due = trx
+          .selectFrom('orders')
+          .select(COLUMNS)
+          .where('status', '=', 'pending_payment')
+          .where('expires_at', '<=', sql<Date>`now(3)`);
+        if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
+        return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
+      }),
+
+    cancel: async (orderId, userId) =>
+      (await release('cancelled', (trx) =>
+        trx
+          .selectFrom('orders')
+          .select(COLUMNS)
+          .where('id', '=', orderId.toString())
+          .where('user_id', '=', userId.toString())
+          .where('status', '=', 'pending_payment')
+          .forUpdate()
+          .execute(),
+      )) === 1,
+  };
+}

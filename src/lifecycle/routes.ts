@@ -1,0 +1,26 @@
+import type { Principal } from '../auth/tokens.js';
+import { type Guards, principalOf } from '../auth/guards.js';
+import { type App, ErrorBody, IdParams } from '../http.js';
+import { OrderBody, type OrderView } from '../orders/order.js';
+
+type OrderAction = (caller: Principal, orderId: bigint) => Promise<OrderView>;
+
+export interface LifecycleRouteDeps {
+  guards: Guards;
+  payOrder: OrderAction;
+  cancelOrder: OrderAction;
+}
+
+export function registerLifecycleRoutes(app: App, { guards, payOrder, cancelOrder }: LifecycleRouteDeps) {
+  const route = (action: 'pay' | 'cancel', summary: string, run: OrderAction) =>
+    app.post(
+      `/api/orders/:id/${action}`,
+      {
+        onRequest: guards.user,
+        schema: { tags: ['orders'], summary, params: IdParams, response: { 200: OrderBody, '4xx': ErrorBody } },
+      },
+      async (request) => run(principalOf(request), BigInt(request.params.id)),
+    );
+  route('pay', 'Pay for your order before it expires (simulated payment; idempotent)', payOrder);
+  route('cancel', 'Cancel your unpaid order; its units go back on sale (idempotent)', cancelOrder);
+}
