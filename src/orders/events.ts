@@ -50,17 +50,29 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       return;
     }
     for (const event of events) {
-      for (const listener of listeners.get(event.userId) ?? []) listener(event);
+      for (const listener of listeners.get(event.userId) ?? []) {
+        try {
+          listener(event);
+        } catch (err) {
+          log.warn({ err }, 'order event listener failed');
+        }
+      }
     }
   }
 
-  // One subscriber connection per process, opened by the first listener and kept afterwards.
+  // One subscriber connection per process, opened by the first listener and kept afterwards; a
+  // failed SUBSCRIBE is forgotten so the next listener tries again.
   async function ensureSubscribed() {
     if (!subscriber) {
-      subscriber = redis.duplicate({ connectionName: 'seckill-events', enableAutoPipelining: false });
-      subscriber.on('message', (ch: string, message: string) => ch === channel && dispatch(message));
-      subscriber.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));
-      subscribing = subscriber.subscribe(channel);
+      const s = redis.duplicate({ connectionName: 'seckill-events', enableAutoPipelining: false });
+      subscriber = s;
+      s.on('message', (ch: string, message: string) => ch === channel && dispatch(message));
+      s.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));
+      subscribing = s.subscribe(channel).catch((err: unknown) => {
+        if (subscriber === s) subscriber = subscribing = null;
+        s.disconnect();
+        throw err;
+      });
     }
     await subscribing;
   }
@@ -79,11 +91,17 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       let set = listeners.get(userId);
       if (!set) listeners.set(userId, (set = new Set()));
       set.add(listener);
-      await ensureSubscribed();
-      return () => {
+      const unsubscribe = () => {
         set.delete(listener);
         if (set.size === 0 && listeners.get(userId) === set) listeners.delete(userId);
       };
+      try {
+        await ensureSubscribed();
+      } catch (err) {
+        unsubscribe();
+        throw err;
+      }
+      return unsubscribe;
     },
     async close() {
       listeners.clear();

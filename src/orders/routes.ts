@@ -1,21 +1,30 @@
 import { Type } from 'typebox';
 import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { type App, ErrorBody, IdParams, IdString } from '../http.js';
+import { createEventStreams } from './event-stream.js';
 import type { OrderEvents } from './events.js';
-import type { ListOrdersQuery } from './list-orders.js';
-import type { OrderView } from './order.js';
+import { DEFAULT_LIST_LIMIT, type ListOrdersQuery, MAX_LIST_LIMIT } from './list-orders.js';
+import { OrderBody, type OrderView } from './order.js';
 
-const OrderBody = Type.Object({
-  id: Type.String(),
-  voucherId: Type.String(),
-  userId: Type.String(),
-  quantity: Type.Integer(),
-  status: Type.String(),
-  createdAt: Type.String(),
-  expiresAt: Type.Optional(Type.String()),
-  failureReason: Type.Optional(Type.String()),
-});
+/** 1..200 as a decimal string: query values are strings and ajv does not coerce (coerceTypes false). */
+const LIMIT_PATTERN = '^(?:[1-9][0-9]?|1[0-9]{2}|200)$';
+
+// Unknown query parameters are rejected (400), like unknown body fields.
+const ListOrdersQuerystring = Type.Object(
+  {
+    voucherId: Type.Optional(IdString),
+    limit: Type.Optional(
+      Type.String({
+        pattern: LIMIT_PATTERN,
+        description: `most orders returned, an integer 1..${MAX_LIST_LIMIT} (default ${DEFAULT_LIST_LIMIT})`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const OrderList = Type.Object({ orders: Type.Array(OrderBody) });
+const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export interface OrderRouteDeps {
   guards: Guards;
@@ -24,7 +33,66 @@ export interface OrderRouteDeps {
   events: OrderEvents;
 }
 
-export function registerOrderRoutes(app: App, { guards, getOrder }: OrderRouteDeps) {
+export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, events }: OrderRouteDeps) {
+  const streams = createEventStreams(events);
+  // Before the server closes: an open event stream would keep server.close() waiting for ever.
+  app.addHook('preClose', async () => streams.closeAll());
+
+  app.get(
+    '/api/orders',
+    {
+      onRequest: guards.user,
+      schema: {
+        tags: ['orders'],
+        summary: 'List your orders, newest first',
+        description:
+          'Your stored orders, newest first (createdAt, then id, descending), optionally of one voucher. ' +
+          'An admitted seckill order is listed once the pipeline has stored it (normally milliseconds); ' +
+          'until then it is not listed, and GET /api/orders/:id answers it as `processing`. ' +
+          'Unknown query parameters are rejected.',
+        querystring: ListOrdersQuerystring,
+        response: { 200: OrderList, '4xx': ErrorBody },
+      },
+    },
+    async (request) => {
+      const { voucherId, limit } = request.query;
+      const orders = await listOrders(principalOf(request), {
+        ...(voucherId === undefined ? {} : { voucherId: BigInt(voucherId) }),
+        ...(limit === undefined ? {} : { limit: Number(limit) }),
+      });
+      return { orders };
+    },
+  );
+
+  // Static segment: find-my-way matches it before /api/orders/:id.
+  app.get(
+    '/api/orders/events',
+    {
+      onRequest: guards.user,
+      schema: {
+        tags: ['orders'],
+        summary: 'Server-sent events of your orders',
+        description:
+          '`text/event-stream`. After the headers: a `: connected` comment (you are subscribed), then per event ' +
+          '`event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed or promoted and data ' +
+          '{type, orderId, voucherId, userId, quantity, status, at}; a `: ping` comment every 15 s. Delivery is at ' +
+          'most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure.',
+        querystring: NoQuery,
+        response: {
+          200: {
+            description: 'an endless text/event-stream',
+            content: { 'text/event-stream': { schema: Type.String() } },
+          },
+          '4xx': ErrorBody,
+          '5xx': ErrorBody,
+        },
+      },
+    },
+    async (request, reply) => {
+      await streams.open(request, reply, principalOf(request).userId);
+    },
+  );
+
   app.get(
     '/api/orders/:id',
     {
