@@ -2,7 +2,7 @@
 // the same run as (a) the seeds' one-order-per-transaction consumer and (b) raw batched INSERTs.
 //   node --import tsx bench/drain/run.ts [--orders 200000] [--seed-orders 5000] [--seed-count 10]
 //        [--vouchers 16] [--shards 16] [--lanes 4] [--batch 500] [--raw-batch 500]
-//        [--cases raw,multi,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
+//        [--cases raw,multi,timer,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
 //        [--json]
 // Each case gets its own Redis prefix and empty tables in one throw-away database; all of them
 // are removed at the end. --rounds N repeats every case N times and reports medians: the box may
@@ -29,8 +29,8 @@ import {
 
 const TARGET_OF_RAW = 0.5;
 const TARGET_OVER_ONE_PER_TX = 20;
-const CASES = ['raw', 'multi', 'hot', 'seed'] as const;
-const DEFAULT_CASES = 'raw,multi,hot,seed';
+const CASES = ['raw', 'multi', 'timer', 'hot', 'seed'] as const;
+const DEFAULT_CASES = 'raw,multi,timer,hot,seed';
 type Case = (typeof CASES)[number];
 
 interface Options {
@@ -105,7 +105,7 @@ function parseOptions(argv: string[]): Options {
 }
 
 type CaseResult = Measured & Partial<Verification> & Partial<Omit<PipelineResult, keyof Measured>>;
-const ROWS = ['raw1', 'rawLanes', 'multi', 'hot', 'seed'] as const;
+const ROWS = ['raw1', 'rawLanes', 'multi', 'timer', 'hot', 'seed'] as const;
 type Row = (typeof ROWS)[number];
 type Round = Partial<Record<Row, CaseResult & { admitsPerSecond?: number }>> & { ratios: Record<string, number> };
 
@@ -186,16 +186,17 @@ async function main(): Promise<void> {
         say(`  (b) raw INSERTs, ${o.rawBatch}/transaction, ${o.lanes} connections ...`);
         r.rawLanes = await rawInserts(base, o.orders, o.rawBatch, o.lanes);
       }
-      for (const kind of ['multi', 'hot'] as const) {
+      for (const kind of ['multi', 'timer', 'hot'] as const) {
         if (!o.cases.includes(kind)) continue;
         await resetTables(base);
         r[kind] = await withContainer(`${kind[0]}${round}`, async (c) => {
-          const voucherCount = kind === 'multi' ? o.vouchers : 1;
+          const voucherCount = kind === 'hot' ? 1 : o.vouchers;
           say(`  pipeline, ${voucherCount} voucher(s): pre-filling ${o.orders} admissions ...`);
-          const sale = await prefill(c, kind === 'multi' ? 1n : 2n, voucherCount, o.orders);
+          const sale = await prefill(c, kind === 'hot' ? 2n : 1n, voucherCount, o.orders);
           say(`    pre-filled at ${sale.admitsPerSecond} admissions/s; draining ...`);
           const profileFile = o.profile ? fileURLToPath(new URL(`./profiles/${kind}-${process.pid}-${round}.cpuprofile`, import.meta.url)) : undefined;
-          const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile });
+          // timer: the same drain with the payment timer polling beside it (EXPIRY_POLL_MS).
+          const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile, timer: kind === 'timer' });
           const verified = await verifySale(c, sale);
           if (!verified.ok) say(`    VERIFICATION FAILED: ${verified.problems.join('; ')}`);
           return { ...result, ...verified, admitsPerSecond: sale.admitsPerSecond };
@@ -216,12 +217,13 @@ async function main(): Promise<void> {
       // the stricter comparison.
       const raw = Math.max(r.raw1?.ordersPerSecond ?? 0, r.rawLanes?.ordersPerSecond ?? 0);
       const seed = r.seed?.ordersPerSecond ?? 0;
-      for (const kind of ['multi', 'hot'] as const) {
+      for (const kind of ['multi', 'timer', 'hot'] as const) {
         const p = r[kind]?.ordersPerSecond;
         if (p === undefined) continue;
         if (raw) r.ratios[`${kind}/raw`] = r2(p / raw);
         if (seed) r.ratios[`${kind}/onePerTx`] = r2(p / seed);
       }
+      if (r.timer && r.multi) r.ratios['timer/multi'] = r2(r.timer.ordersPerSecond / r.multi.ordersPerSecond);
     }
 
     for (const row of ROWS) {
@@ -274,6 +276,7 @@ function render(r: Report): string {
     raw1: `(b) raw INSERT, ${r.config.rawBatch}/tx, 1 connection`,
     rawLanes: `(b) raw INSERT, ${r.config.rawBatch}/tx, ${r.config.lanes} connections`,
     multi: `pipeline, ${r.config.vouchers} vouchers on ${Math.min(r.config.vouchers, r.config.shards)} shards`,
+    timer: 'same, with the payment timer running',
     hot: 'pipeline, 1 hot voucher (1 shard)',
     seed: `(a) one order per tx, XREADGROUP COUNT ${r.config.seedCount}`,
   };

@@ -176,7 +176,8 @@ export interface DrainOptions {
   /** 0: the pipeline runs in this process; N: in N worker processes (worker.ts). */
   workers: number;
   breakdown: boolean;
-  /** Run the pipeline's sessions at READ COMMITTED (on the instrumented handle). */
+  /** Run the payment timer (expiry sweeps, release relay) in this process while draining. */
+  timer?: boolean;
   /** Write a CPU profile of the drain window here. */
   profileFile?: string;
 }
@@ -222,6 +223,7 @@ export async function drainWithPipeline(c: Container, sale: Sale, opts: DrainOpt
   } else {
     pipeline = await c.startPipeline();
   }
+  if (opts.timer) c.startExpiry(); // stopped by c.close()
   try {
     let left = await inflightLeft(c);
     let lastProgress = performance.now();
