@@ -10,6 +10,7 @@ import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import type { App } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
+import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './reconcile/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './seckill/routes.js';
 import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
@@ -28,6 +29,7 @@ export interface AppDeps {
   orders: Omit<OrderRouteDeps, 'guards'>;
   lifecycle: Omit<LifecycleRouteDeps, 'guards'>;
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
+  consistency: Omit<ConsistencyRouteDeps, 'guards'>;
 }
 
 const INFRA_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR']);
@@ -105,5 +107,6 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards: deps.guards, ...deps.lifecycle });
   registerWaitlistRoutes(app, { guards: deps.guards, ...deps.waitlist });
+  registerConsistencyRoutes(app, { guards: deps.guards, ...deps.consistency });
   return app;
 }

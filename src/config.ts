@@ -115,6 +115,12 @@ export const settings = {
     'limited vouchers: lifetime of the per-user claim lock; renewed automatically while the claim runs.',
     int(100, 600000),
   ),
+  reconcileIntervalMs: setting(
+    'RECONCILE_INTERVAL_MS',
+    '10000',
+    'How often reconciliation compares Redis with the database and repairs it (one runner across all workers; 0: off).',
+    int(0, 86400000),
+  ),
 } as const;
 
 type Settings = typeof settings;

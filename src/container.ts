@@ -18,6 +18,9 @@ import { cancelOrderUseCase, payOrderUseCase } from './lifecycle/order-actions.j
 import { createReleaseRelay, type ReleaseRelay } from './lifecycle/outbox-relay.js';
 import { createReleases, type Releases } from './lifecycle/releases.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { createReconciler, type Reconciler } from './reconcile/reconciler.js';
+import { ReconcileSchedule } from './reconcile/schedule.js';
+import { voucherStatsUseCase } from './reconcile/stats.js';
 import { createOrderEvents, type OrderEvents } from './orders/events.js';
 import { getOrderUseCase } from './orders/get-order.js';
 import { listOrdersUseCase } from './orders/list-orders.js';
@@ -45,12 +48,15 @@ export interface Container {
   events: OrderEvents;
   relay: ReleaseRelay;
   releases: Releases;
+  reconciler: Reconciler;
   appDeps: AppDeps;
   /** Starts the stream consumers in this process; close() stops them first. */
   startPipeline(): Promise<OrderPipeline>;
   /** Starts the payment timer (expiry sweeps and the release relay) in this process. */
   startExpiry(): ExpiryWorker;
-  /** Everything a worker runs: the pipeline and the payment timer. */
+  /** Starts scheduled reconciliation (RECONCILE_INTERVAL_MS; one runner across processes). */
+  startReconcile(): Promise<ReconcileSchedule | null>;
+  /** Everything a worker runs: the pipeline, the payment timer and scheduled reconciliation. */
   startWorkers(): Promise<void>;
   close(): Promise<void>;
 }
@@ -85,6 +91,10 @@ export async function createContainer(config: Config, log: Logger, options: Cont
     const relay = createReleaseRelay({ db, redis, keys, scripts, ids, directory, redisState, events });
     const releases = createReleases({ db, relay, events, log });
     const getOrder = getOrderUseCase({ orders, inflight });
+    const reconciler = createReconciler({
+      db, redis, keys, scripts, inflight, directory, redisState, relay, releases, log,
+      onRepair: (kind) => metrics.repairs.inc({ kind }),
+    });
 
     const appDeps: AppDeps = {
       logger: log,
@@ -120,6 +130,10 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         cancelOrder: cancelOrderUseCase({ getOrder, releases }),
       },
       waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
+      consistency: {
+        voucherStats: voucherStatsUseCase({ db, redis, keys, directory }),
+        reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
+      },
     };
 
     let pipeline: OrderPipeline | null = null;
@@ -159,6 +173,18 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       return pipeline;
     };
 
+    let schedule: Promise<ReconcileSchedule> | null = null;
+    const startReconcile = async () => {
+      if (config.reconcileIntervalMs === 0) return null;
+      schedule ??= ReconcileSchedule.start({
+        redisUrl: config.redisUrl,
+        prefix: config.redisPrefix,
+        intervalMs: config.reconcileIntervalMs,
+        reconciler,
+        log,
+      });
+      return schedule;
+    };
     let closed = false;
     return {
       config,
@@ -173,16 +199,20 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       events,
       relay,
       releases,
+      reconciler,
       appDeps,
       startPipeline,
       startExpiry,
+      startReconcile,
       async startWorkers() {
         await startPipeline();
         startExpiry();
+        await startReconcile();
       },
       async close() {
         if (closed) return;
         closed = true;
+        await (await schedule)?.close();
         await expiry?.close();
         await pipeline?.close();
         await events.close();

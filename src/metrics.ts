@@ -9,6 +9,7 @@ export interface Metrics {
   failed: Counter<'reason'>;
   retries: Counter;
   expired: Counter;
+  repairs: Counter<'kind'>;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -42,11 +43,17 @@ export function createMetrics(): Metrics {
     help: 'Unpaid orders expired by this process (units given back; waitlist served from them).',
     registers: [registry],
   });
+  const repairs = new Counter({
+    name: 'seckill_reconcile_repairs_total',
+    help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
   const claimChildren = new Map<string, ReturnType<typeof claims.labels>>();
   const countClaim = (outcome: string) => {
     let child = claimChildren.get(outcome);
     if (!child) claimChildren.set(outcome, (child = claims.labels(outcome)));
     child.inc();
   };
-  return { registry, claims, countClaim, stored, failed, retries, expired };
+  return { registry, claims, countClaim, stored, failed, retries, expired, repairs };
 }

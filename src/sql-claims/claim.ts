@@ -1,11 +1,18 @@
-// Use case: a buyer claims units of a limited or common voucher, synchronously in SQL.
-// (Being written: see the helper's brief; this skeleton only fixes the interface.)
+// Use case: a buyer claims units of a limited or common voucher, synchronously in SQL: the order is
+// stored as pending_payment before the answer. Both kinds run the same transaction; a limited
+// claim first takes a per-user lock (renewed by a watchdog while the claim runs), so one user's
+// claims on a voucher run one at a time, and a claim whose lock was lost before the commit takes
+// nothing. The database stays the judge of stock and per-user limit either way.
 import type { Redis } from 'ioredis';
+import { sql, type Transaction } from 'kysely';
+import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
+import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { Voucher } from '../vouchers/voucher.js';
+import { withClaimLock } from './claim-lock.js';
 
 export interface SqlClaim {
   voucher: Voucher;
@@ -30,8 +37,121 @@ export interface ClaimInSqlDeps {
   lockTtlMs: number;
 }
 
-export function claimInSqlUseCase(_deps: ClaimInSqlDeps) {
-  return async function claimInSql(_claim: SqlClaim): Promise<SqlClaimResult> {
-    throw new Error('not built yet');
+export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: ClaimInSqlDeps) {
+  return async function claimInSql(claim: SqlClaim): Promise<SqlClaimResult> {
+    const result =
+      claim.voucher.kind === 'limited'
+        ? await withClaimLock(redis, keys.claimLock(claim.voucher.id, claim.userId), lockTtlMs, (lockLost) => storeClaim(db, ids, claim, lockLost))
+        : await storeClaim(db, ids, claim);
+    if (result.fresh) {
+      await events.publish([
+        {
+          type: 'stored',
+          orderId: result.orderId,
+          voucherId: claim.voucher.id.toString(),
+          userId: claim.userId.toString(),
+          quantity: claim.quantity,
+          status: 'pending_payment',
+        },
+      ]);
+    }
+    return result;
   };
+}
+
+/**
+ * The claim in ONE transaction, decided on the locked voucher row (never on the cached voucher,
+ * whose stock is stale) and in database time. Lock order as everywhere else: voucher row, then
+ * the quantity row, then the order insert. Checks in the order of the seckill script: replay,
+ * window, limit, stock (a buyer at the limit hears LIMIT_EXCEEDED even when sold out).
+ */
+async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: () => boolean): Promise<SqlClaimResult> {
+  const voucherId = claim.voucher.id.toString();
+  const userId = claim.userId.toString();
+  const q = claim.quantity;
+  // READ COMMITTED: the voucher row lock already serialises the claims on a voucher, and every
+  // statement after it reads the latest commits (what the previous holder stored); the default
+  // REPEATABLE READ would also gap-lock a missing quantity row and deadlock neighbouring vouchers
+  // (as in the order pipeline).
+  return db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
+    const voucher = await trx
+      .selectFrom('vouchers')
+      .select(['stock', 'per_user_limit', 'payment_timeout_seconds', sql<number>`begin_at <= now(3)`.as('started'), sql<number>`end_at > now(3)`.as('open')])
+      .where('id', '=', voucherId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
+
+    // Under the voucher lock this lookup is authoritative: a concurrent twin either committed
+    // before us (we answer with its order) or waits for us (it will find ours). The unique index
+    // on (voucher_id, user_id, idempotency_key) stays as the last guard.
+    if (claim.idempotencyKey !== undefined) {
+      const earlier = await replayOf(trx, voucherId, userId, claim.idempotencyKey, q);
+      if (earlier) return earlier;
+    }
+    if (!voucher.started) throw new AppError('NOT_STARTED', `the sale starts at ${claim.voucher.beginAt.toISOString()}`);
+    if (!voucher.open) throw new AppError('ENDED', `the sale ended at ${claim.voucher.endAt.toISOString()}`);
+
+    const held = await trx
+      .selectFrom('user_quantities')
+      .select('quantity')
+      .where('voucher_id', '=', voucherId)
+      .where('user_id', '=', userId)
+      .forUpdate()
+      .executeTakeFirst();
+    if ((held?.quantity ?? 0) + q > voucher.per_user_limit) {
+      throw new AppError('LIMIT_EXCEEDED', `at most ${voucher.per_user_limit} unit(s) per user`);
+    }
+    if (q > voucher.stock) throw new AppError('SOLD_OUT', 'sold out', { waitlisted: false });
+
+    const updated = await trx
+      .updateTable('vouchers')
+      .set({ stock: sql`stock - ${q}` })
+      .where('id', '=', voucherId)
+      .where('stock', '>=', q)
+      .executeTakeFirst();
+    // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
+    if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${voucherId}`);
+    await trx
+      .insertInto('user_quantities')
+      .values({ voucher_id: voucherId, user_id: userId, quantity: q })
+      .onDuplicateKeyUpdate({ quantity: sql`quantity + ${q}` })
+      .execute();
+    const orderId = ids.next().toString();
+    await trx
+      .insertInto('orders')
+      .values({
+        id: orderId,
+        voucher_id: voucherId,
+        user_id: userId,
+        quantity: q,
+        status: 'pending_payment',
+        // The payment window starts when the order is stored, in database time.
+        created_at: sql<Date>`now(3)`,
+        expires_at: sql<Date>`now(3) + interval ${voucher.payment_timeout_seconds} second`,
+        idempotency_key: claim.idempotencyKey ?? null,
+      })
+      .execute();
+
+    // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is
+    // a fail-fast guard; the locked rows above are what keep the limit.
+    if (lockLost?.()) throw new AppError('LOCK_LOST', 'the claim lock was lost before the order was stored; nothing was taken, retry');
+    return { orderId, fresh: true };
+  });
+}
+
+/** The order an earlier claim stored under this Idempotency-Key, if any; another quantity is a misuse of the key. */
+async function replayOf(trx: Transaction<Database>, voucherId: string, userId: string, key: string, quantity: number) {
+  const order = await trx
+    .selectFrom('orders')
+    .select(['id', 'quantity'])
+    .where('voucher_id', '=', voucherId)
+    .where('user_id', '=', userId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+  if (!order) return undefined;
+  if (order.quantity !== quantity) {
+    throw new AppError('IDEMPOTENCY_KEY_REUSED', `this Idempotency-Key was used for order ${order.id} with quantity ${order.quantity}`);
+  }
+  return { orderId: order.id, fresh: false };
 }
