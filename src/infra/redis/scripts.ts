@@ -10,10 +10,13 @@ import type { KeySpace } from './keys.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 
-type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
+export type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
 
-/** Registers every script of ./lua on the connection (idempotent per connection). */
-function defineAll(redis: Redis): Record<string, ScriptCall> {
+/**
+ * Registers every script of ./lua on the connection (idempotent per connection) and returns a
+ * call per script name. Typed wrappers live beside their feature (this file, reconcile/).
+ */
+export function defineAll(redis: Redis): Record<string, ScriptCall> {
   const calls: Record<string, ScriptCall> = {};
   for (const file of readdirSync(LUA_DIR)) {
     const match = /^([a-z]+)-(\d+|n)\.lua$/.exec(file);
