@@ -38,7 +38,7 @@ export async function waitForDrain(c: Container, voucherId: string, timeoutMs = 
 
 /** I1–I5 on both stores; `admitted` are the order ids that got a 202. */
 export async function assertInvariants(c: Container, voucherId: string, admitted: string[]): Promise<VoucherTruth & { audit: VoucherAudit }> {
-  const audit = await auditVoucher(c, BigInt(voucherId), admitted);
+  const audit = await auditVoucher(c, BigInt(voucherId), { admitted, drained: true });
   assert.ok(audit, `voucher ${voucherId} exists`);
   for (const check of audit.checks) assert.ok(check.ok, `${check.id} ${check.name}: ${check.problems.join('; ')}`);
   return { ...(await readTruth(c, voucherId)), audit };

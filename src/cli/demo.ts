@@ -104,7 +104,7 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
     }
     console.log(`  every admitted order stored in MariaDB ${((performance.now() - drainStart) / 1000).toFixed(2)} s after the last answer`);
 
-    const audit = await auditVoucher(container, BigInt(voucherId), [...admittedBy.keys()]);
+    const audit = await auditVoucher(container, BigInt(voucherId), { admitted: [...admittedBy.keys()], drained: true });
     if (!audit) throw new Error('voucher vanished');
     console.log(`\nVerdict from Redis and MariaDB:`);
     for (const c of audit.checks) console.log(`  ${c.ok ? 'ok  ' : 'FAIL'} ${c.id} ${c.name}${c.ok ? '' : `: ${c.problems.join('; ')}`}`);

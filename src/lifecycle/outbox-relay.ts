@@ -1,12 +1,12 @@
 // Relays released units from the database's outbox to Redis. A release commits in SQL first (with
 // its outbox row); this relay then gives the units back to Redis and deletes the row. The restock
-// script marks each order it gave back, so a relay that dies after Redis but before the delete
-// (or two relays racing) never gives the same units twice; rows are claimed with SKIP LOCKED, so
-// any worker can finish what a dead one left. Given-back units first go to the voucher's waitlist.
-import type { Redis } from 'ioredis';
+// script marks each order it gave back (the marks stay until the voucher's keys expire), so a relay
+// that dies after Redis but before the delete (or two relays racing) never gives the same units
+// twice, and reconciliation can tell applied releases from pending ones. Rows are claimed with
+// SKIP LOCKED, so any worker can finish what a dead one left. Given-back units first go to the
+// voucher's waitlist.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
-import type { KeySpace } from '../infra/redis/keys.js';
 import type { Promotion, Scripts } from '../infra/redis/scripts.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
@@ -16,8 +16,6 @@ const ROWS_PER_TRANSACTION = 200;
 
 export interface ReleaseRelayDeps {
   db: Db;
-  redis: Redis;
-  keys: KeySpace;
   scripts: Scripts;
   ids: IdGenerator;
   directory: VoucherDirectory;
@@ -38,7 +36,7 @@ interface OutboxRow {
 }
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, redis, keys, scripts, ids, directory, redisState, events } = deps;
+  const { db, scripts, ids, directory, redisState, events } = deps;
 
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.get(BigInt(row.voucher_id));
@@ -80,10 +78,6 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
         for (const list of await Promise.all(rows.map(giveBack))) promotions.push(...list);
         await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
       });
-    // The marks only matter while a row exists; a mark left behind by a crash here is harmless.
-    const byVoucher = new Map<string, string[]>();
-    for (const r of rows) byVoucher.set(r.voucher_id, [...(byVoucher.get(r.voucher_id) ?? []), r.order_id]);
-    await Promise.all([...byVoucher].map(([v, orderIds]) => redis.hdel(keys.released(BigInt(v)), ...orderIds)));
     await events.publish(promotions.map((p) => ({ type: 'promoted', status: 'processing', ...p })));
     return rows.length;
   }

@@ -47,7 +47,7 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     .forUpdate()
     .execute();
   for (const id of [...units.keys()].sort(byId)) {
-    await trx.updateTable('vouchers').set({ stock: sql`stock + ${units.get(id)!}` }).where('id', '=', id).execute();
+    await trx.updateTable('vouchers').set({ stock: sql`stock + ${units.get(id)!}`, version: sql`version + 1` }).where('id', '=', id).execute();
   }
 
   // One statement for every (voucher, user): the rows exist while their orders are active. (Ids

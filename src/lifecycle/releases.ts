@@ -16,8 +16,8 @@ import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.j
 const COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity'] as const;
 
 export interface Releases {
-  /** Expires up to `limit` due orders (only `orderId`, if given); returns how many it expired. */
-  expireDue(options: { limit: number; orderId?: bigint }): Promise<number>;
+  /** Expires up to `limit` due orders (only `orderId` or only `voucherId`'s, if given); returns how many. */
+  expireDue(options: { limit: number; orderId?: bigint; voucherId?: bigint }): Promise<number>;
   /** Cancels a pending order of `userId`; false when the order was not pending. */
   cancel(orderId: bigint, userId: bigint): Promise<boolean>;
 }
@@ -50,7 +50,7 @@ export function createReleases({ db, relay, events, log }: ReleasesDeps): Releas
   }
 
   return {
-    expireDue: ({ limit, orderId }) =>
+    expireDue: ({ limit, orderId, voucherId }) =>
       release('expired', (trx) => {
         let due = trx
           .selectFrom('orders')
@@ -58,6 +58,7 @@ export function createReleases({ db, relay, events, log }: ReleasesDeps): Releas
           .where('status', '=', 'pending_payment')
           .where('expires_at', '<=', sql<Date>`now(3)`);
         if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
+        if (voucherId !== undefined) due = due.where('voucher_id', '=', voucherId.toString());
         return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
       }),
 

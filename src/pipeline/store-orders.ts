@@ -128,7 +128,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   const total = voucher.stock - stockLeft;
   const updated = await trx
     .updateTable('vouchers')
-    .set({ stock: sql`stock - ${total}` })
+    .set({ stock: sql`stock - ${total}`, version: sql`version + 1` })
     .where('id', '=', id)
     .where('stock', '>=', total)
     .executeTakeFirst();

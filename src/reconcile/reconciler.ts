@@ -1,29 +1,69 @@
-// Reconciliation: Redis repaired toward the database. (Being written; this fixes the interface.)
+// Reconciliation: the database is the truth, Redis the fast gate; this finds where Redis has
+// drifted and moves it back, and finishes work a lost process or a lost timer left undone.
+//
+// Per voucher: overdue unpaid orders are expired and stuck releases relayed (any kind); for a
+// seckill voucher, missing Redis state is rebuilt, and an exact observation of both stores
+// (observe.ts) is compared: stock, in-flight count and buyer counts, in-flight records whose stream
+// entry is gone (requeued: the buyer holds a 202), unacknowledged entries whose record is gone
+// (adopted), and records of orders stored long ago (settled). Nothing is repaired on one sighting:
+// a second observation must show the same drift, and count repairs are a compare-and-set on the
+// voucher's `ver`, so a repair never races the traffic it corrects. Repairs only ever set Redis to
+// what the database implies, so Redis never grants a unit the database cannot fulfil.
 import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { Mutex } from 'redis-semaphore';
+import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts.js';
 import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
-import type { InflightReader } from '../seckill/inflight.js';
+import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
+import { FailureReason } from '../pipeline/store-orders.js';
+import { type InflightOrder, parseInflight } from '../seckill/inflight.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
-import type { VoucherRedisState } from '../vouchers/redis-state.js';
+import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
+import type { Voucher } from '../vouchers/voucher.js';
+import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
+import { createReconcileScripts } from './redis-view.js';
+
+/** An order stored this long ago whose in-flight record is still there lost its settlement. */
+const SETTLE_GRACE_MS = 5_000;
+/** Unpaid orders this far past their deadline were missed by the payment timer. */
+const OVERDUE_GRACE_S = 5;
+/** Outbox rows this old were left by a relay that died. */
+const OUTBOX_GRACE_S = 5;
+const ENTRIES_SCANNED = 10_000;
+
+export type DriftKind =
+  | 'state_missing'
+  | 'stock'
+  | 'inflight_counter'
+  | 'buyer'
+  | 'lost_entry'
+  | 'lost_inflight_record'
+  | 'unsettled_order'
+  | 'overdue_orders'
+  | 'stuck_outbox';
 
 export interface Drift {
-  kind: string;
+  kind: DriftKind;
   detail: string;
   repaired: boolean;
 }
 
 export interface ReconcileReport {
   voucherId: string;
+  /** false when Redis kept changing and the comparison could not be made this time. */
+  verified: boolean;
   drift: Drift[];
   repaired: number;
 }
 
 export interface Reconciler {
   reconcileVoucher(voucherId: bigint): Promise<ReconcileReport>;
+  /** Every seckill voucher whose Redis state is still kept, and every voucher with overdue orders. */
   reconcileAll(): Promise<ReconcileReport[]>;
 }
 
@@ -32,18 +72,225 @@ export interface ReconcilerDeps {
   redis: Redis;
   keys: KeySpace;
   scripts: Scripts;
-  inflight: InflightReader;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
   relay: ReleaseRelay;
   releases: Releases;
   log: Logger;
-  onRepair?(kind: string): void;
+  onRepair?(kind: DriftKind): void;
 }
 
-export function createReconciler(_deps: ReconcilerDeps): Reconciler {
-  const todo = async (): Promise<never> => {
-    throw new Error('not built yet');
+/** What one observation finds beyond the counts (order ids, for comparing two sightings). */
+interface Findings {
+  lostEntries: InflightOrder[];
+  unsettled: InflightOrder[];
+  orphanEntries: InflightOrder[];
+}
+
+export function createReconciler(deps: ReconcilerDeps): Reconciler {
+  const { db, redis, keys, scripts, directory, redisState, relay, releases, log } = deps;
+  const reconcileScripts = createReconcileScripts(redis, keys);
+  const observe = (voucherId: bigint) => observeVoucher({ db, reconcileScripts }, voucherId);
+
+  async function findings(o: Observation): Promise<Findings> {
+    const shard = keys.shardOf(o.voucherId);
+    const stream = keys.orders(shard);
+    const notStored = o.redis.inflight.filter((x) => !o.stored.has(x.orderId));
+    const entries = await Promise.all(notStored.map((x) => redis.xrange(stream, x.streamId, x.streamId)));
+    const lostEntries = notStored.filter((_, i) => entries[i]!.length === 0);
+    const unsettled = o.redis.inflight.filter((x) => o.stored.has(x.orderId) && Date.now() - x.createdAt.getTime() > SETTLE_GRACE_MS);
+
+    const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
+    const voucher = o.voucherId.toString();
+    const candidates: InflightOrder[] = [];
+    for (const [streamId, f] of await unacknowledgedEntries(redis, stream, ENTRIES_SCANNED)) {
+      const field = (name: string) => f[f.indexOf(name) + 1] ?? '';
+      if (field('v') !== voucher || recorded.has(field('o'))) continue;
+      candidates.push(parseInflight(field('o'), [voucher, field('u'), field('q'), field('t'), streamId].join('|')));
+    }
+    const storedIds = candidates.length
+      ? new Set((await db.selectFrom('orders').select('id').where('id', 'in', candidates.map((c) => c.orderId)).execute()).map((r) => r.id))
+      : new Set<string>();
+    return { lostEntries, unsettled, orphanEntries: candidates.filter((c) => !storedIds.has(c.orderId)) };
+  }
+
+  /** Orders present in both sightings. */
+  const both = (a: InflightOrder[], b: InflightOrder[]) => {
+    const ids = new Set(b.map((x) => x.orderId));
+    return a.filter((x) => ids.has(x.orderId));
   };
-  return { reconcileVoucher: todo, reconcileAll: todo };
+
+  async function finishLeftovers(voucher: Voucher, note: (d: Drift) => void) {
+    const id = voucher.id.toString();
+    const overdue = await db
+      .selectFrom('orders')
+      .select(sql<number>`count(*)`.as('n'))
+      .where('voucher_id', '=', id)
+      .where('status', '=', 'pending_payment')
+      .where('expires_at', '<', sql<Date>`now(3) - interval ${OVERDUE_GRACE_S} second`)
+      .executeTakeFirstOrThrow();
+    if (Number(overdue.n) > 0) {
+      const expired = await releases.expireDue({ limit: Number(overdue.n) * 2, voucherId: voucher.id });
+      note({ kind: 'overdue_orders', detail: `${overdue.n} unpaid order(s) past their deadline; ${expired} expired now`, repaired: expired > 0 });
+    }
+    const stuck = await db
+      .selectFrom('release_outbox')
+      .select(sql<number>`count(*)`.as('n'))
+      .where('voucher_id', '=', id)
+      .where('created_at', '<', sql<Date>`now(3) - interval ${OUTBOX_GRACE_S} second`)
+      .executeTakeFirstOrThrow();
+    if (Number(stuck.n) > 0) {
+      const relayed = await relay.drain();
+      note({ kind: 'stuck_outbox', detail: `${stuck.n} release(s) not given back to Redis; relayed ${relayed}`, repaired: relayed > 0 });
+    }
+  }
+
+  async function repairSeckill(voucher: Voucher, report: ReconcileReport, note: (d: Drift) => void) {
+    const first = await observe(voucher.id);
+    if (first.kind === 'not_found') return;
+    if (first.kind === 'missing') {
+      if (voucher.endAt.getTime() + RETAIN_AFTER_END_MS < Date.now()) return; // kept no longer: nothing to rebuild
+      const rebuilt = await redisState.rewarm(voucher);
+      note({ kind: 'state_missing', detail: 'voucher state missing from Redis; rebuilt from the database', repaired: rebuilt });
+      return;
+    }
+    if (first.kind === 'busy') {
+      report.verified = false;
+      return;
+    }
+    const seen = await findings(first.observation);
+    const counts = countDrift(first.observation);
+    if (!counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) return;
+
+    // Seen once: look again before touching anything.
+    const second = await observe(voucher.id);
+    if (second.kind !== 'observed') {
+      report.verified = false;
+      return;
+    }
+    const o = second.observation;
+    const again = await findings(o);
+    const countsAgain = countDrift(o);
+    const orphans = both(again.orphanEntries, seen.orphanEntries);
+
+    // Counts: corrected by the drift both sightings agree on, as offsets (traffic since the
+    // observation is kept). Not while entries lack their record: their units are taken in Redis
+    // without being visible, and "repairing" would hand them out twice. They are adopted below
+    // and counted on the next run.
+    if (counts && countsAgain && sameDrift(counts, countsAgain) && first.observation.redis.gen === o.redis.gen && orphans.length === 0) {
+      const buyers = new Map([...countsAgain.buyers].map(([user, [have, want]]) => [user, want - have]));
+      const done = await reconcileScripts.repair(voucher.id, o.redis.gen, { stock: -countsAgain.stock, inflightCounter: -countsAgain.inflightCounter, buyers });
+      if (countsAgain.stock) note({ kind: 'stock', detail: `Redis stock ${o.redis.stock}, database implies ${o.expected.stock}`, repaired: done });
+      if (countsAgain.inflightCounter) {
+        note({ kind: 'inflight_counter', detail: `in-flight counter ${o.redis.inflightCounter}, records ${o.expected.inflightCounter}`, repaired: done });
+      }
+      for (const [user, [have, want]] of countsAgain.buyers) note({ kind: 'buyer', detail: `user ${user}: Redis counts ${have}, database implies ${want}`, repaired: done });
+    } else if (counts || countsAgain) {
+      report.verified = false; // seen once only, or deferred: the next run looks again
+    }
+
+    for (const order of both(again.lostEntries, seen.lostEntries)) {
+      note({ kind: 'lost_entry', detail: `order ${order.orderId} admitted but its stream entry is gone; requeued`, repaired: await reconcileScripts.requeue(order) });
+    }
+    for (const order of orphans) {
+      note({ kind: 'lost_inflight_record', detail: `order ${order.orderId} in the stream without its in-flight record; restored`, repaired: await reconcileScripts.adopt(order) });
+    }
+    const unsettled = both(again.unsettled, seen.unsettled);
+    if (unsettled.length) {
+      const shard = keys.shardOf(voucher.id);
+      const settled = await scripts.settle(
+        CONSUMER_GROUP,
+        shard,
+        unsettled.map((x) => {
+          const stored = o.stored.get(x.orderId)!;
+          const failed = stored.status === 'failed';
+          const reason = stored.failureReason ?? '';
+          return {
+            shard,
+            streamId: x.streamId,
+            orderId: x.orderId,
+            voucherId: voucher.id,
+            userId: x.userId,
+            quantity: x.quantity,
+            restoreStock: failed && !reason.startsWith(FailureReason.SOLD_OUT),
+            restoreBuyer: failed,
+            failureReason: failed ? reason : undefined,
+          };
+        }),
+      );
+      unsettled.forEach((x, i) =>
+        note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[i] ?? false }),
+      );
+    }
+  }
+
+  async function reconcileVoucher(voucherId: bigint): Promise<ReconcileReport> {
+    const voucher = await directory.get(voucherId);
+    if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
+    const report: ReconcileReport = { voucherId: voucherId.toString(), verified: true, drift: [], repaired: 0 };
+    const note = (d: Drift) => {
+      report.drift.push(d);
+      if (!d.repaired) return;
+      report.repaired += 1;
+      deps.onRepair?.(d.kind);
+      log.warn({ voucherId: report.voucherId, kind: d.kind, detail: d.detail }, 'reconciliation repaired drift');
+    };
+    // One reconciliation of a voucher at a time (scheduled runs, on-demand runs): repairs are offsets.
+    const mutex = new Mutex(redis, `${keys.voucher(voucherId)}:reconciling`, {
+      lockTimeout: 30_000,
+      acquireAttemptsLimit: 1,
+      onLockLost: (err) => log.warn({ err, voucherId: report.voucherId }, 'reconciliation lock lost'),
+    });
+    if (!(await mutex.tryAcquire())) return { ...report, verified: false };
+    try {
+      await finishLeftovers(voucher, note);
+      if (voucher.kind === 'seckill') await repairSeckill(voucher, report, note);
+      return report;
+    } finally {
+      await mutex.release().catch(() => undefined);
+    }
+  }
+
+  return {
+    reconcileVoucher,
+    async reconcileAll() {
+      const rows = await db
+        .selectFrom('vouchers')
+        .select('id')
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('kind', '=', 'seckill'), eb('end_at', '>', sql<Date>`now(3) - interval ${RETAIN_AFTER_END_MS / 1000} second`)]),
+            eb(
+              'id',
+              'in',
+              eb
+                .selectFrom('orders')
+                .select('voucher_id')
+                .where('status', '=', 'pending_payment')
+                .where('expires_at', '<', sql<Date>`now(3) - interval ${OVERDUE_GRACE_S} second`),
+            ),
+          ]),
+        )
+        .execute();
+      const reports: ReconcileReport[] = [];
+      for (const { id } of rows) {
+        try {
+          reports.push(await reconcileVoucher(BigInt(id)));
+        } catch (err) {
+          log.warn({ err, voucherId: id }, 'reconciliation of a voucher failed; next run retries');
+        }
+      }
+      return reports;
+    },
+  };
+}
+
+/** Two sightings found the same drift (the same offsets, for the same users). */
+function sameDrift(a: CountDrift, b: CountDrift): boolean {
+  if (a.stock !== b.stock || a.inflightCounter !== b.inflightCounter || a.buyers.size !== b.buyers.size) return false;
+  for (const [user, [have, want]] of a.buyers) {
+    const other = b.buyers.get(user);
+    if (!other || other[1] - other[0] !== want - have) return false;
+  }
+  return true;
 }

@@ -1,7 +1,14 @@
-// Runs reconciliation every RECONCILE_INTERVAL_MS, one runner at a time across all processes.
-// (Being written; this fixes the interface.)
+// Scheduled reconciliation: a BullMQ job scheduler adds a job every RECONCILE_INTERVAL_MS (every
+// worker process upserts the same scheduler, so there is one schedule however many run), any one
+// worker takes each job, and a Redis mutex makes sure a run that outlasts the interval is never
+// joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
+import { Queue, Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { Mutex } from 'redis-semaphore';
+import { createRedis } from '../infra/redis/client.js';
 import type { Reconciler } from './reconciler.js';
+
+const QUEUE = 'reconcile';
 
 export interface ReconcileScheduleDeps {
   redisUrl: string;
@@ -12,9 +19,54 @@ export interface ReconcileScheduleDeps {
 }
 
 export class ReconcileSchedule {
-  static async start(_deps: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
-    return new ReconcileSchedule();
+  private constructor(
+    private readonly queue: Queue,
+    private readonly worker: Worker,
+    private readonly closeConnections: () => Promise<void>,
+  ) {}
+
+  static async start({ redisUrl, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
+    const bullPrefix = `${prefix}:{jobs}`;
+    const queueConn = createRedis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'seckill-reconcile-queue' });
+    const workerConn = createRedis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'seckill-reconcile-worker' });
+    const lockConn = createRedis(redisUrl, { connectionName: 'seckill-reconcile-lock' });
+    const queue = new Queue(QUEUE, { connection: queueConn, prefix: bullPrefix });
+    await queue.upsertJobScheduler(QUEUE, { every: intervalMs }, { name: 'reconcile-all', opts: { removeOnComplete: 10, removeOnFail: 50 } });
+
+    const worker = new Worker(
+      QUEUE,
+      async () => {
+        const mutex = new Mutex(lockConn, `${bullPrefix}:running`, {
+          lockTimeout: 60_000,
+          acquireAttemptsLimit: 1,
+          onLockLost: (err) => log.warn({ err }, 'reconciliation lock lost'),
+        });
+        if (!(await mutex.tryAcquire())) return { skipped: 'another run is in progress' };
+        try {
+          const reports = await reconciler.reconcileAll();
+          const repaired = reports.reduce((n, r) => n + r.repaired, 0);
+          const unverified = reports.filter((r) => !r.verified).length;
+          if (repaired || unverified) log.info({ vouchers: reports.length, repaired, unverified }, 'reconciliation run');
+          return { vouchers: reports.length, repaired, unverified };
+        } finally {
+          await mutex.release().catch(() => undefined);
+        }
+      },
+      { connection: workerConn, prefix: bullPrefix, concurrency: 1 },
+    );
+    worker.on('failed', (_job, err) => log.warn({ err }, 'reconciliation run failed'));
+    worker.on('error', (err) => log.warn({ err }, 'reconciliation worker error'));
+
+    const closeConnections = async () => {
+      await Promise.all([queueConn, workerConn, lockConn].map((c) => c.quit().catch(() => c.disconnect())));
+    };
+    return new ReconcileSchedule(queue, worker, closeConnections);
   }
 
-  async close(): Promise<void> {}
+  /** Lets a running reconciliation finish, then stops taking jobs. Idempotent. */
+  async close(): Promise<void> {
+    await this.worker.close();
+    await this.queue.close();
+    await this.closeConnections();
+  }
 }

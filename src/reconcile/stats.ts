@@ -1,16 +1,45 @@
-// Use case: an operator's cheap view of one voucher in both stores. (Being written.)
+// Use case: an operator's view of one voucher in both stores, cheap enough to poll every second:
+// a primary-key read, one grouped count on the (voucher_id, status) index, and one Redis round trip.
+import type { Redis } from 'ioredis';
+import { sql } from 'kysely';
+import { AppError } from '../errors.js';
+import type { Db } from '../infra/db/database.js';
+import { ORDER_STATUSES, type StoredOrderStatus } from '../infra/db/types.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+
 export interface VoucherStats {
   initialStock: number;
   dbStock: number;
+  /** null for limited/common vouchers and while the seckill state is missing. */
   redisStock: number | null;
+  /** Orders admitted and not stored yet. */
   inFlight: number;
-  orders: Record<'pending_payment' | 'paid' | 'cancelled' | 'expired' | 'failed', number>;
+  orders: Record<StoredOrderStatus, number>;
   waitlist: number;
+  /** Orders of this voucher moved to the dead-letter stream (failed in the pipeline). */
   deadLetters: number;
 }
 
-export function voucherStatsUseCase(_deps: object) {
-  return async function voucherStats(_voucherId: bigint): Promise<VoucherStats> {
-    throw new Error('not built yet');
+export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: Redis; keys: KeySpace }) {
+  return async function voucherStats(voucherId: bigint): Promise<VoucherStats> {
+    const id = voucherId.toString();
+    const [voucher, counts, [redisState, waitlist]] = await Promise.all([
+      db.selectFrom('vouchers').select(['initial_stock', 'stock']).where('id', '=', id).executeTakeFirst(),
+      db.selectFrom('orders').select(['status', sql<number>`count(*)`.as('n')]).where('voucher_id', '=', id).groupBy('status').execute(),
+      Promise.all([redis.hmget(keys.voucher(voucherId), 'stock', 'inflight', 'dead'), redis.zcard(keys.waitlist(voucherId))]),
+    ]);
+    if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
+    const orders = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<StoredOrderStatus, number>;
+    for (const c of counts) orders[c.status] = Number(c.n);
+    const [stock, inflight, dead] = redisState;
+    return {
+      initialStock: voucher.initial_stock,
+      dbStock: voucher.stock,
+      redisStock: stock === null ? null : Number(stock),
+      inFlight: Number(inflight ?? 0),
+      orders,
+      waitlist,
+      deadLetters: Number(dead ?? 0),
+    };
   };
 }

@@ -106,7 +106,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: 
 
     const updated = await trx
       .updateTable('vouchers')
-      .set({ stock: sql`stock - ${q}` })
+      .set({ stock: sql`stock - ${q}`, version: sql`version + 1` })
       .where('id', '=', voucherId)
       .where('stock', '>=', q)
       .executeTakeFirst();

@@ -15,7 +15,7 @@ import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 
 /** Redis state outlives the sale window by this much (late payments, expiries, audits). */
-const RETAIN_AFTER_END_MS = 7 * 24 * 3600 * 1000;
+export const RETAIN_AFTER_END_MS = 7 * 24 * 3600 * 1000;
 const WARM_LOCK_MS = 10_000;
 const CHUNK = 1000;
 

@@ -21,6 +21,8 @@ export interface VouchersTable {
   waitlist: ColumnType<boolean, boolean, boolean>;
   claim_token: ColumnType<boolean, boolean, boolean>;
   created_at: Generated<Date>;
+  /** Bumped by every transaction that changes `stock` (reconciliation's consistency check). */
+  version: Generated<string>;
 }
 
 export interface OrdersTable {

@@ -20,7 +20,6 @@ if redis.call('HEXISTS', KEYS[3], releasedId) == 1 then return {1} end
 
 stock = stock + quantity
 redis.call('HINCRBY', KEYS[1], 'stock', quantity)
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
 if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then redis.call('HDEL', KEYS[2], userId) end
 redis.call('HSET', KEYS[3], releasedId, 1)
 redis.call('EXPIREAT', KEYS[3], v[5])

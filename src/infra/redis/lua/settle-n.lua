@@ -8,7 +8,7 @@
 -- Returns one flag per order: 1 when this call removed its in-flight record (and compensated, if
 -- asked), 0 when an earlier call already had. The in-flight record is the token that makes
 -- compensation happen once; only the call that acknowledges an entry copies it to dead letters
--- (and counts it in the voucher's `dead` field). Every settled order bumps the voucher's `ver`.
+-- (and counts it in the voucher's `dead` field).
 local result = {}
 for i = 3, #ARGV, 8 do
   local streamId, orderId, userId = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -22,7 +22,6 @@ for i = 3, #ARGV, 8 do
     -- A missing voucher hash is rebuilt from the database later; never create a partial one here.
     if redis.call('EXISTS', voucherKey) == 1 then
       redis.call('HINCRBY', voucherKey, 'inflight', -1)
-      redis.call('HINCRBY', voucherKey, 'ver', 1)
       if ARGV[i + 4] == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
       if ARGV[i + 5] == '1' and redis.call('HINCRBY', buyersKey, userId, -quantity) <= 0 then
         redis.call('HDEL', buyersKey, userId)

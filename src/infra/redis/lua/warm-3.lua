@@ -6,8 +6,9 @@
 -- ARGV[7] waitlist capacity (0: no waitlist)
 -- Returns 1 when created, 0 when the state was already there.
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local t = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3], 'limit', ARGV[4], 'inflight', ARGV[5],
-  'expire', ARGV[6], 'waitcap', ARGV[7])
+  'expire', ARGV[6], 'waitcap', ARGV[7], 'gen', t[1] .. string.format('%06d', tonumber(t[2])))
 redis.call('EXPIREAT', KEYS[1], ARGV[6])
 for i = 2, 3 do
   if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIREAT', KEYS[i], ARGV[6]) end

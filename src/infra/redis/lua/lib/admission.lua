@@ -1,8 +1,7 @@
 -- Shared by admit and restock (inlined where a script says `--! include lib/admission.lua`):
 -- the checks and the writes of one admission, so a waitlist promotion is admitted exactly like a
--- claim. Voucher hash fields: stock, begin, end, limit (per user), expire (unix s), waitcap, and
--- ver: bumped by every change of the voucher's stock, buyers or in-flight orders, so a reader
--- (reconciliation) can tell whether the state held still while it looked at the database.
+-- claim. Voucher hash fields: stock, begin, end, limit (per user), expire (unix s), waitcap, gen
+-- (when this state was built: reconciliation repairs only the state it observed).
 
 -- Redis TIME as {ms, µs-as-string}; the string keeps full precision for sorted-set scores.
 local function sk_now()
@@ -25,7 +24,6 @@ end
 local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
   redis.call('HINCRBY', voucherKey, 'stock', -quantity)
   redis.call('HINCRBY', voucherKey, 'inflight', 1)
-  redis.call('HINCRBY', voucherKey, 'ver', 1)
   redis.call('HINCRBY', buyersKey, userId, quantity)
   redis.call('EXPIREAT', buyersKey, expireAt)
   local streamId = redis.call('XADD', streamKey, '*', 'o', orderId, 'v', voucherId, 'u', userId, 'q', quantity, 't', now)

@@ -1,0 +1,25 @@
+import type { Config } from '../config.js';
+import { createContainer } from '../container.js';
+import { parseId } from '../ids/parse.js';
+import { createLogger } from '../logger.js';
+
+/** `seckill reconcile [--voucher ID] [--json]`: one reconciliation run now; prints what it found and repaired. */
+export async function reconcile(config: Config, opts: { voucher?: string; json?: boolean }): Promise<void> {
+  const voucherId = opts.voucher === undefined ? undefined : parseId(opts.voucher);
+  if (voucherId === null) throw new Error(`--voucher must be a positive 64-bit decimal id, got "${opts.voucher}"`);
+  const container = await createContainer(config, createLogger('warn'));
+  try {
+    const reports = voucherId === undefined ? await container.reconciler.reconcileAll() : [await container.reconciler.reconcileVoucher(voucherId)];
+    if (opts.json) console.log(JSON.stringify(reports, null, 2));
+    else {
+      for (const r of reports) {
+        const state = r.verified ? '' : ' (counts not verified: Redis kept changing; run again)';
+        console.log(`voucher ${r.voucherId}: ${r.drift.length ? `${r.drift.length} drift(s), ${r.repaired} repaired` : 'no drift'}${state}`);
+        for (const d of r.drift) console.log(`  ${d.repaired ? 'repaired' : 'found   '} ${d.kind}: ${d.detail}`);
+      }
+      if (reports.length === 0) console.log('no voucher to reconcile');
+    }
+  } finally {
+    await container.close();
+  }
+}
