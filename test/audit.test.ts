@@ -77,6 +77,20 @@ describe('seckill audit', () => {
   });
 });
 
+describe('the audit route', () => {
+  it('answers the same verdict over HTTP, and checks that given admitted orders are stored', async () => {
+    const v = await soldVoucher(5, 3);
+    const headers = { authorization: `Bearer ${await t.admin()}` };
+    const clean = await t.app.inject({ method: 'GET', url: `/api/vouchers/${v.id}/audit`, headers });
+    assert.equal(clean.json().ok, true, clean.body);
+    const stored = (await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).execute()).map((r) => r.id);
+    const lost = await t.app.inject({ method: 'POST', url: `/api/vouchers/${v.id}/audit`, headers, payload: { admitted: [...stored, '999999999999'] } });
+    const i3 = lost.json().checks.find((c: { id: string }) => c.id === 'I3');
+    assert.deepEqual([lost.json().ok, i3.ok, i3.problems], [false, false, ['admitted order 999999999999 not stored']]);
+    assert.equal((await t.app.inject({ method: 'GET', url: `/api/vouchers/${v.id}/audit`, headers: { authorization: `Bearer ${await t.token(3)}` } })).statusCode, 403);
+  });
+});
+
 describe('GET /api/vouchers/:id/stats', () => {
   it('reports both stores, orders by status, the waitlist and dead letters (admin only)', async () => {
     const v = await createVoucher(t, { stock: 4, waitlist: true, paymentTimeoutSeconds: 600 });

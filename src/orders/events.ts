@@ -2,6 +2,12 @@
 // Redis pub/sub channel (one message per batch, a JSON array), and every API process that has
 // listeners subscribes and hands each event to the listeners of its user. Delivery is at most
 // once (pub/sub); clients that need certainty poll GET /api/orders.
+//
+// Publishing costs the order pipeline about a tenth of its CPU, so it happens only while someone
+// listens: a process with listeners keeps its id in a sorted set (scored by when its presence
+// expires, renewed while it listens), and publishers look at that set at most twice a second. A
+// process that starts listening may miss up to that long of other processes' events.
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -22,8 +28,13 @@ export interface OrderEvent {
 
 export type OrderEventListener = (event: OrderEvent) => void;
 
+const PRESENCE_TTL_MS = 6_000;
+const LOOK_EVERY_MS = 500;
+
 export interface OrderEvents {
-  /** Publishes a batch of events in one message; never throws (events are best effort). */
+  /** Whether any process has listeners now (cached); publishing is skipped otherwise. */
+  wanted(): boolean;
+  /** Publishes a batch of events in one message, if wanted; never throws (events are best effort). */
   publish(events: Omit<OrderEvent, 'at'>[]): Promise<void>;
   /** Calls `listener` for each event of `userId` until the returned function is called. */
   subscribe(userId: string, listener: OrderEventListener): Promise<() => void>;
@@ -38,9 +49,41 @@ export interface OrderEventsDeps {
 
 export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderEvents {
   const channel = keys.orderEvents();
+  const presence = `${channel}:listening`;
+  const self = randomUUID();
   const listeners = new Map<string, Set<OrderEventListener>>();
   let subscriber: Redis | null = null;
   let subscribing: Promise<unknown> | null = null;
+  let heartbeat: NodeJS.Timeout | null = null;
+  let othersListening = true; // until the first look says otherwise
+  let lookedAt = 0;
+
+  const announce = () => redis.zadd(presence, Date.now() + PRESENCE_TTL_MS, self).catch((err: unknown) => log.warn({ err }, 'order events presence not renewed'));
+  async function startListening() {
+    if (heartbeat) return;
+    heartbeat = setInterval(announce, PRESENCE_TTL_MS / 3);
+    heartbeat.unref();
+    await announce();
+  }
+  function stopListening() {
+    if (!heartbeat) return;
+    clearInterval(heartbeat);
+    heartbeat = null;
+    redis.zrem(presence, self).catch(() => undefined);
+  }
+
+  function wanted(): boolean {
+    if (listeners.size > 0) return true;
+    const now = Date.now();
+    if (now - lookedAt >= LOOK_EVERY_MS) {
+      lookedAt = now;
+      redis
+        .zcount(presence, now, '+inf')
+        .then((n) => (othersListening = n > 0))
+        .catch(() => (othersListening = true));
+    }
+    return othersListening;
+  }
 
   function dispatch(message: string) {
     let events: OrderEvent[];
@@ -78,8 +121,9 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
   }
 
   return {
+    wanted,
     async publish(events) {
-      if (events.length === 0) return;
+      if (events.length === 0 || !wanted()) return;
       const at = new Date().toISOString();
       try {
         await redis.publish(channel, JSON.stringify(events.map((e) => ({ ...e, at }))));
@@ -94,9 +138,11 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       const unsubscribe = () => {
         set.delete(listener);
         if (set.size === 0 && listeners.get(userId) === set) listeners.delete(userId);
+        if (listeners.size === 0) stopListening();
       };
       try {
         await ensureSubscribed();
+        await startListening();
       } catch (err) {
         unsubscribe();
         throw err;
@@ -105,6 +151,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
     },
     async close() {
       listeners.clear();
+      stopListening();
       const s = subscriber;
       subscriber = null;
       if (s) await s.quit().catch(() => s.disconnect());

@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import type { Guards } from '../auth/guards.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
+import { AppError } from '../errors.js';
+import type { VoucherAudit } from '../audit/check-voucher.js';
 import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 
@@ -21,13 +23,47 @@ const ReportBody = Type.Object({
   drift: Type.Array(Type.Object({ kind: Type.String(), detail: Type.String(), repaired: Type.Boolean() })),
 });
 
+const AuditBody = Type.Object({
+  ok: Type.Boolean(),
+  checks: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), ok: Type.Boolean(), problems: Type.Array(Type.String()) })),
+  initialStock: Type.Integer(),
+  dbStock: Type.Integer(),
+  redisStock: Type.Union([Type.Integer(), Type.Null()]),
+  sold: Type.Integer(),
+  orders: Type.Record(Type.String(), Type.Integer()),
+  inflight: Type.Integer(),
+});
+const AuditRequest = Type.Object(
+  { admitted: Type.Optional(Type.Array(Type.String({ pattern: '^[1-9][0-9]{0,19}$' }), { maxItems: 2_000_000 })) },
+  { additionalProperties: false },
+);
+
 export interface ConsistencyRouteDeps {
   guards: Guards;
   voucherStats(voucherId: bigint): Promise<VoucherStats>;
   reconcileVoucher(voucherId: bigint): Promise<ReconcileReport>;
+  /** `admitted`: order ids a client saw admitted; each must be stored (I3). */
+  auditVoucher(voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null>;
 }
 
-export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher }: ConsistencyRouteDeps) {
+export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher }: ConsistencyRouteDeps) {
+  const audit = async (id: string, admitted?: string[]) => {
+    const result = await auditVoucher(BigInt(id), admitted);
+    if (!result) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${id} not found`);
+    return result;
+  };
+  const auditSchema = {
+    tags: ['operations'],
+    summary: 'The invariants of the voucher on both stores, safe on a live system (admin)',
+    description: 'POST with {admitted: [orderId…]} also checks that each of those orders is stored (I3).',
+    params: IdParams,
+    response: { 200: AuditBody, '4xx': ErrorBody },
+  };
+  app.get('/api/vouchers/:id/audit', { onRequest: guards.admin, schema: auditSchema }, async (request) => audit(request.params.id));
+  app.post('/api/vouchers/:id/audit', { onRequest: guards.admin, bodyLimit: 64 * 1024 * 1024, schema: { ...auditSchema, body: AuditRequest } }, async (request) =>
+    audit(request.params.id, request.body.admitted),
+  );
+
   app.get(
     '/api/vouchers/:id/stats',
     {
