@@ -10,8 +10,14 @@ export type Base = (typeof BASES)[number];
  *   stub-claim  the claim use case answers at once (no Redis): what the Redis round trip costs
  *   worker      adds the order pipeline (stream → MariaDB) to the process, as `seckill serve` runs
  *               it by default; without it the child is the API alone (`seckill serve --no-worker`)
+ *   buckets     turns both token buckets on, too generous to refuse anyone (BUCKET_VOUCHER_RATE
+ *               10,000,000/s, BUCKET_USER_RATE 10/s with one request per user): what taking the
+ *               tokens costs
+ *   keyed       every request carries its own Idempotency-Key, as careful clients send: on a
+ *               sold-out voucher such a claim needs the caller's identity (a retry may be a replay),
+ *               so it takes the full path (token check, validation) to the in-memory answer
  */
-export const KNOBS = ['stub-claim', 'worker'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed'] as const;
 export type Knob = (typeof KNOBS)[number];
 
 export interface Scenario {

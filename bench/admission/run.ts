@@ -16,6 +16,10 @@ import { type Command, parseScenario, type Scenario, type ServerEnv, type Server
 
 const TARGET_RATIO = 0.6;
 const TARGET_P99_MS = 20;
+/** A sold-out rejection (answered from memory) against the bare endpoint, same round. */
+const TARGET_SOLDOUT_RATIO = 0.8;
+/** Admission with both token buckets on against admission without, same round. */
+const TARGET_BUCKETS_RATIO = 0.9;
 /** On 2 cores, anything more than this much foreign CPU visibly slows the run. */
 const OTHER_CORES_WARN = 0.2;
 
@@ -139,12 +143,13 @@ interface Load {
  * instead of being cut off (autocannon's own stop destroys sockets with requests in flight), so
  * every admission the server made is counted and the stock check is exact.
  */
-function load(port: number, path: string, seconds: number, connections: number, tokens: Tokens): Promise<Load> {
+function load(port: number, path: string, seconds: number, connections: number, tokens: Tokens, keyed: boolean): Promise<Load> {
   return new Promise((resolve, reject) => {
     const clients: autocannon.Client[] = [];
     const latencies: number[] = [];
     const status: Record<string, number> = {};
     let sent = 0;
+    let idempotencyKeys = 0;
     let inWindow = 0;
     let windowOpen = true;
     const started = performance.now();
@@ -167,6 +172,7 @@ function load(port: number, path: string, seconds: number, connections: number, 
           {
             setupRequest(request) {
               request.headers.authorization = tokens.next();
+              if (keyed) request.headers['idempotency-key'] = `k${++idempotencyKeys}`;
               return request;
             },
           },
@@ -238,7 +244,8 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
   try {
     const { port, path, stock } = server.ready;
     tokens.rewind();
-    const warm = o.warmup ? await load(port, path, o.warmup, o.connections, tokens) : null;
+    const keyed = scenario.knobs.includes('keyed');
+    const warm = o.warmup ? await load(port, path, o.warmup, o.connections, tokens, keyed) : null;
     if (o.profile) await server.request('profile-start', 'profile');
     const cpu = async () => ({
       at: performance.now(),
@@ -248,7 +255,7 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
       machine: machineBusyUs(),
     });
     const before = await cpu();
-    const measured = await load(port, path, o.duration, o.connections, tokens);
+    const measured = await load(port, path, o.duration, o.connections, tokens, keyed);
     const after = await cpu();
     const profile = o.profile ? (await server.request('profile-stop', 'profile')).file : null;
     const per = (us: number) => us / measured.answered;
@@ -329,6 +336,16 @@ function medians(results: Result[]) {
   });
 }
 
+/** Median over the rounds where both ran undisturbed of `a`'s req/s over `b`'s. */
+function sameRoundRatio(results: Result[], a: string, b: string): number | null {
+  const ratios: number[] = [];
+  for (const x of results) {
+    const y = results.find((r) => r.scenario === b && r.round === x.round);
+    if (x.scenario === a && y && !x.disturbed && !y.disturbed) ratios.push(x.load.rps / y.load.rps);
+  }
+  return ratios.length ? median(ratios) : null;
+}
+
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -353,11 +370,17 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
     med.map((m) => [m.scenario, m.rounds.join(','), f(m.rps, 0), pct(m.ratio), f(m.p50, 2), f(m.p99, 2), f(m.cpuUs.server), f(m.cpuUs.redis), f(m.cpuUs.loadgen)]),
   );
   const admission = med.find((m) => m.scenario === 'admission');
+  const soldout = med.find((m) => m.scenario === 'soldout');
+  const buckets = sameRoundRatio(results, 'admission+buckets', 'admission');
   const verdict = {
     ratio: admission?.ratio ?? null,
     ratioOk: admission?.ratio != null ? admission.ratio >= TARGET_RATIO : null,
     p99Ms: admission?.p99 ?? null,
     p99Ok: admission ? admission.p99 <= TARGET_P99_MS : null,
+    soldoutRatio: soldout?.ratio ?? null,
+    soldoutOk: soldout?.ratio != null ? soldout.ratio >= TARGET_SOLDOUT_RATIO : null,
+    bucketsRatio: buckets,
+    bucketsOk: buckets !== null ? buckets >= TARGET_BUCKETS_RATIO : null,
   };
   const met = (ok: boolean | null) => (ok ? 'met' : 'NOT met');
   const lines = [
@@ -376,6 +399,15 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
     lines.push(`admission / bare: ${ratio}`);
   }
   if (verdict.p99Ms !== null) lines.push(`admission p99: ${f(verdict.p99Ms, 2)} ms (target <= ${TARGET_P99_MS} ms: ${met(verdict.p99Ok)})`);
+  const notMeasured = 'not measured (no undisturbed round of both)';
+  if (soldout && results.some((r) => r.scenario === 'bare')) {
+    const ratio = verdict.soldoutRatio === null ? notMeasured : `${pct(verdict.soldoutRatio)} (target >= ${TARGET_SOLDOUT_RATIO * 100}%: ${met(verdict.soldoutOk)})`;
+    lines.push(`soldout / bare: ${ratio}`);
+  }
+  if (results.some((r) => r.scenario === 'admission+buckets') && admission) {
+    const ratio = buckets === null ? notMeasured : `${pct(buckets)} (target >= ${TARGET_BUCKETS_RATIO * 100}%: ${met(verdict.bucketsOk)})`;
+    lines.push(`admission+buckets / admission: ${ratio}`);
+  }
   for (const r of results) {
     const tag = `${r.scenario} #${r.round}`;
     if (r.tokensWrapped) lines.push(`INVALID ${tag}: users repeated; raise --tokens`);

@@ -18,6 +18,8 @@ import { type Command, parseScenario, type Scenario, type ServerEnv, type Server
 const PROFILE_DIR = fileURLToPath(new URL('./profiles/', import.meta.url));
 /** No run sells this out (the API caps stock at 10,000,000). */
 const ADMISSION_STOCK = 10_000_000;
+/** Both buckets on, refusing nobody: one request per user, and far more claims/s than one process answers. */
+const GENEROUS_BUCKETS = { BUCKET_VOUCHER_RATE: '10000000', BUCKET_USER_RATE: '10' };
 /** Buys the sold-out voucher's only unit; outside the driver's users (1..tokens). */
 const SOLD_OUT_BUYER = 999_999_999_999n;
 
@@ -49,6 +51,7 @@ async function appTarget(scenario: Scenario): Promise<Target> {
     REDIS_PREFIX: env.BENCH_NAME,
     JWT_SECRET: env.BENCH_JWT_SECRET,
     LOG_LEVEL: 'silent',
+    ...(scenario.knobs.includes('buckets') ? GENEROUS_BUCKETS : {}),
   });
   let c: Container | null = null;
   const cleanup = async () => {
