@@ -3,9 +3,9 @@
 // worker takes each job, and a Redis mutex makes sure a run that outlasts the interval is never
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
 import { Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
-import { createRedis } from '../infra/redis/client.js';
 import type { Reconciler } from './reconciler.js';
 
 const QUEUE = 'reconcile';
@@ -27,9 +27,12 @@ export class ReconcileSchedule {
 
   static async start({ redisUrl, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
     const bullPrefix = `${prefix}:{jobs}`;
-    const queueConn = createRedis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'seckill-reconcile-queue' });
-    const workerConn = createRedis(redisUrl, { maxRetriesPerRequest: null, connectionName: 'seckill-reconcile-worker' });
-    const lockConn = createRedis(redisUrl, { connectionName: 'seckill-reconcile-lock' });
+    // Plain connections (no auto-pipelining: BullMQ issues blocking commands), no retry limit as
+    // BullMQ requires for its workers.
+    const connect = (connectionName: string) => new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName });
+    const queueConn = connect('seckill-reconcile-queue');
+    const workerConn = connect('seckill-reconcile-worker');
+    const lockConn = connect('seckill-reconcile-lock');
     const queue = new Queue(QUEUE, { connection: queueConn, prefix: bullPrefix });
     await queue.upsertJobScheduler(QUEUE, { every: intervalMs }, { name: 'reconcile-all', opts: { removeOnComplete: 10, removeOnFail: 50 } });
 
