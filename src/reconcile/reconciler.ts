@@ -21,7 +21,8 @@ import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
 import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
 import { FailureReason } from '../pipeline/store-orders.js';
-import { type InflightOrder, parseInflight } from '../seckill/inflight.js';
+import type { InflightOrder } from '../seckill/inflight.js';
+import { isMalformed, parseEntry } from '../pipeline/entries.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
@@ -103,10 +104,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
     const voucher = o.voucherId.toString();
     const candidates: InflightOrder[] = [];
-    for (const [streamId, f] of await unacknowledgedEntries(redis, stream, ENTRIES_SCANNED)) {
-      const field = (name: string) => f[f.indexOf(name) + 1] ?? '';
-      if (field('v') !== voucher || recorded.has(field('o'))) continue;
-      candidates.push(parseInflight(field('o'), [voucher, field('u'), field('q'), field('t'), streamId].join('|')));
+    for (const raw of await unacknowledgedEntries(redis, stream, ENTRIES_SCANNED)) {
+      const e = parseEntry(shard, raw, 1);
+      if (isMalformed(e) || e.voucherId !== o.voucherId || recorded.has(e.orderId)) continue;
+      candidates.push({ orderId: e.orderId, voucherId: voucher, userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId });
     }
     const storedIds = candidates.length
       ? new Set((await db.selectFrom('orders').select('id').where('id', 'in', candidates.map((c) => c.orderId)).execute()).map((r) => r.id))
