@@ -3,7 +3,8 @@
 # running, run a real flash sale with a verdict from both stores, and stop what this run started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -d node_modules ]] || npm ci --no-audit --no-fund
+# Install when node_modules is missing or older than the lock file (new dependencies since).
+[[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
 npm run --silent build
 
 mkdir -p .services

@@ -3,7 +3,8 @@
 # Redis and MariaDB. Node 20's test runner has no globs, so the files are listed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -d node_modules ]] || npm ci --no-audit --no-fund
+# Install when node_modules is missing or older than the lock file (new dependencies since).
+[[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
 bash scripts/services.sh up
 mapfile -t files < <(find test -name '*.test.ts' | sort)
 [[ ${#files[@]} -gt 0 ]] || { echo "no test files found" >&2; exit 1; }

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { ConfigError, configTable, loadConfig } from './config.js';
 import { audit } from './cli/audit.js';
+import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
 import { migrate } from './cli/migrate.js';
 import { reconcile } from './cli/reconcile.js';
@@ -44,6 +45,33 @@ program
   .option('--admin', 'grant the admin role')
   .option('--ttl <seconds>', 'lifetime in seconds (0 = no expiry)', '3600')
   .action((opts) => token(config(), opts));
+
+program
+  .command('bench')
+  .description('a flash sale against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)')
+  .option('--url <url>', 'base URL of the deployment (default: http://HOST:PORT)')
+  .option('--secret <secret>', "the deployment's JWT secret, to sign the admin's and every buyer's token (default: JWT_SECRET)")
+  .option('--token-file <file>', 'tokens instead of --secret: one bearer token per line, buyers plus one with role admin')
+  .option('--voucher <id>', 'use this voucher instead of creating one (the bench must be its only buyer)')
+  .option('--kind <kind>', 'kind of the voucher created: seckill, limited or common', 'seckill')
+  .option('--stock <units>', 'units of the voucher created', '1000')
+  .option('--payment-timeout <seconds>', 'payment window of the voucher created', '900')
+  .option('--users <count>', 'distinct buyers, each with a token of their own (default 10,000; with --token-file: all in the file)')
+  .option('--first-user <id>', 'user id of the first buyer signed with --secret; the others follow', '1000001')
+  .option('--repeat <share>', 'share of buyers who keep repeating their request', '0.2')
+  .option('--same-key <share>', "share of repeats sent with the buyer's first Idempotency-Key (the others use a new one)", '0.5')
+  .option('--seed <n>', 'seed of the request plan (who asks when)', '1')
+  .option('--connections <count>', 'concurrent connections', '64')
+  .option('--duration <seconds>', 'stop sending after this long')
+  .option('--requests <count>', 'stop sending after this many requests (default: each buyer once, each repeater once more)')
+  .option('--timeout <seconds>', 'a request with no answer after this long counts as unanswered', '30')
+  .option('--pay <share>', 'after the sale, pay this share of the orders and wait for the rest to expire', '0')
+  .option('--drain-timeout <seconds>', 'longest wait for every admitted order to be stored', '120')
+  .option('--compare', 'the same buyers against a seckill, a limited and a common voucher, side by side')
+  .option('--json', 'print the results as JSON (the progress line goes to stderr)')
+  .option('--report <file>', 'write a self-contained HTML report with latency and rate charts')
+  .option('--no-progress', 'no live progress line')
+  .action((opts) => bench(config(), opts));
 
 program
   .command('demo')

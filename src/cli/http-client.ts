@@ -1,4 +1,5 @@
-// A small JSON client over keep-alive sockets, for the demo and the load tools.
+// A small JSON client over keep-alive sockets, for the CLI's admin calls and tests (the load
+// itself goes through src/loadgen/driver.ts).
 import http from 'node:http';
 
 export interface JsonResponse {
@@ -6,16 +7,24 @@ export interface JsonResponse {
   body: Record<string, unknown>;
 }
 
+export interface JsonRequestOptions {
+  /** Bearer token (without the "Bearer " prefix). */
+  token?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
 export class JsonClient {
   private readonly agent: http.Agent;
   private readonly base: URL;
 
-  constructor(baseUrl: string, maxSockets = 128) {
+  /** `timeoutMs`: a request with no complete answer by then fails (a hung server must not hang the caller). */
+  constructor(baseUrl: string, maxSockets = 128, private readonly timeoutMs = 60_000) {
     this.base = new URL(baseUrl);
     this.agent = new http.Agent({ keepAlive: true, maxSockets });
   }
 
-  request(method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<JsonResponse> {
+  request(method: string, path: string, options: JsonRequestOptions = {}): Promise<JsonResponse> {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -26,6 +35,7 @@ export class JsonClient {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
           res.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
             let body: Record<string, unknown> = {};
@@ -38,6 +48,7 @@ export class JsonClient {
           });
         },
       );
+      req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${this.timeoutMs} ms`)));
       req.on('error', reject);
       req.end(payload);
     });

@@ -1,0 +1,94 @@
+// The deployment under test, through its public API only (API.md): the bench needs nothing but a
+// URL and tokens, so it runs against any `seckill serve`, local or not.
+import type { VoucherAudit } from '../audit/check-voucher.js';
+import { JsonClient, type JsonResponse } from '../cli/http-client.js';
+import type { VoucherKind } from '../infra/db/types.js';
+import type { VoucherStats } from '../reconcile/stats.js';
+
+// The admin routes answer with these shapes as JSON (all numbers and strings, no bigint).
+export type { VoucherAudit, VoucherKind, VoucherStats };
+
+export interface VoucherView {
+  id: string;
+  kind: VoucherKind;
+  /** Initial stock. */
+  stock: number;
+  available: number;
+  perUserLimit: number;
+  paymentTimeoutSeconds: number;
+}
+
+export interface NewVoucher {
+  kind: VoucherKind;
+  stock: number;
+  paymentTimeoutSeconds: number;
+}
+
+/** An admin call the deployment refused (unexpected status) or did not answer. */
+class DeploymentError extends Error {}
+
+/** A sale window open long enough for any run (the bench's vouchers are throw-away). */
+const SALE_HOURS = 24;
+
+export class Deployment {
+  private readonly client: JsonClient;
+
+  /** `admin`: Authorization header value of an admin. */
+  constructor(readonly baseUrl: string, private readonly admin: string) {
+    this.client = new JsonClient(baseUrl, 64);
+  }
+
+  /** Path of an API route under the base URL (which may carry a path prefix). */
+  path(route: string): string {
+    return `${new URL(this.baseUrl).pathname.replace(/\/$/, '')}${route}`;
+  }
+
+  private async call(method: string, route: string, body?: unknown, authorization = this.admin): Promise<JsonResponse> {
+    try {
+      return await this.client.request(method, this.path(route), { body, headers: { authorization } });
+    } catch (err) {
+      throw new DeploymentError(`${method} ${route}: ${(err as Error).message} (is the deployment at ${this.baseUrl} running?)`);
+    }
+  }
+
+  private async expect<T>(method: string, route: string, status: number, body?: unknown): Promise<T> {
+    const res = await this.call(method, route, body);
+    if (res.status !== status) throw new DeploymentError(`${method} ${route}: ${res.status} ${String(res.body.code ?? '')} ${String(res.body.message ?? '')}`.trim());
+    return res.body as T;
+  }
+
+  createVoucher({ kind, stock, paymentTimeoutSeconds }: NewVoucher): Promise<VoucherView> {
+    const now = Date.now();
+    return this.expect('POST', '/api/vouchers', 201, {
+      title: `seckill bench: ${kind}, ${stock} units`,
+      kind,
+      stock,
+      paymentTimeoutSeconds,
+      beginAt: new Date(now - 1000).toISOString(),
+      endAt: new Date(now + SALE_HOURS * 3_600_000).toISOString(),
+    });
+  }
+
+  voucher(id: string): Promise<VoucherView> {
+    return this.expect('GET', `/api/vouchers/${id}`, 200);
+  }
+
+  stats(id: string): Promise<VoucherStats> {
+    return this.expect('GET', `/api/vouchers/${id}/stats`, 200);
+  }
+
+  /** The invariants on both stores; `admitted`: every order id a buyer was given, each must be stored. */
+  audit(id: string, admitted: string[]): Promise<VoucherAudit> {
+    return this.expect('POST', `/api/vouchers/${id}/audit`, 200, { admitted });
+  }
+
+  /** Pays an order as its buyer; the answer's status and error code (if any). */
+  async pay(orderId: string, buyerAuthorization: string): Promise<{ status: number; code: string | null }> {
+    const res = await this.call('POST', `/api/orders/${orderId}/pay`, undefined, buyerAuthorization);
+    return { status: res.status, code: typeof res.body.code === 'string' ? res.body.code : null };
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

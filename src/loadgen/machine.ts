@@ -1,0 +1,60 @@
+// The machine the load generator ran on, and how busy it was: on a small box the server, Redis,
+// MariaDB and the generator share the cores, so every recorded figure carries these.
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+
+export interface MachineInfo {
+  cpus: number;
+  cpuModel: string;
+  memoryGiB: number;
+  node: string;
+  platform: string;
+}
+
+export function machineInfo(): MachineInfo {
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+  };
+}
+
+export interface CpuWindow {
+  /** CPU µs (user + system) this process spent per request sent. */
+  clientUsPerRequest: number;
+  /** Cores busy machine-wide on average (every process: server, Redis, MariaDB, this one, others); null off Linux. */
+  machineBusyCores: number | null;
+  /** 1-minute load average at the end. */
+  loadAverage1m: number;
+}
+
+/** Busy CPU time of the whole machine in µs (/proc/stat); null where there is none. */
+function machineBusyUs(): number | null {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+    return (user + nice + system + irq + softirq + steal) * 10_000; // USER_HZ = 100
+  } catch {
+    return null;
+  }
+}
+
+/** Starts measuring; the returned function ends the window. */
+export function measureCpu(): (requests: number) => CpuWindow {
+  const self = process.cpuUsage();
+  const machine = machineBusyUs();
+  const at = performance.now();
+  return (requests) => {
+    const used = process.cpuUsage(self);
+    const machineNow = machineBusyUs();
+    const elapsedUs = (performance.now() - at) * 1000;
+    return {
+      clientUsPerRequest: requests ? (used.user + used.system) / requests : 0,
+      machineBusyCores: machine === null || machineNow === null || elapsedUs <= 0 ? null : (machineNow - machine) / elapsedUs,
+      loadAverage1m: os.loadavg()[0] ?? 0,
+    };
+  };
+}

@@ -1,0 +1,110 @@
+// The verdict of a run: the deployment's own audit of both stores (the invariants of DESIGN.md §2)
+// read into oversold / lost / duplicated counts, and cross-checked against what the buyers were
+// told, counted on the client's side. Everything here is expected to be zero / true.
+import type { VoucherAudit, VoucherStats } from './deployment.js';
+import type { PaymentReport } from './payments.js';
+import type { ClientCounts } from './recorder.js';
+
+export interface VerdictCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface Verdict {
+  ok: boolean;
+  /** Units sold beyond the initial stock (or negative database stock). */
+  oversold: number;
+  /** Orders a buyer was given that the database does not hold (a lower bound past the audit's first 10). */
+  lost: number;
+  /** Order ids stored twice, given to two buyers, or a retry with the same key answered with another order. */
+  duplicated: number;
+  /** Units of the voucher still unsold when the sale was audited. */
+  unsold: number;
+  checks: VerdictCheck[];
+}
+
+/** The voucher before the run: what was already sold and stored there. */
+export interface Baseline {
+  available: number;
+  stats: VoucherStats;
+}
+
+export interface VerdictInput {
+  baseline: Baseline;
+  perUserLimit: number;
+  client: ClientCounts;
+  /** Drain lag in ms; null when the orders were not all stored in time. */
+  drainLagMs: number | null;
+  audit: VoucherAudit;
+  payments?: { report: PaymentReport; audit: VoucherAudit };
+}
+
+const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+const released = (orders: Record<string, number>) => (orders.expired ?? 0) + (orders.cancelled ?? 0) + (orders.failed ?? 0);
+
+function auditCheck(audit: VoucherAudit, when: string): VerdictCheck[] {
+  return audit.checks.map((c) => ({ name: `${c.id} ${c.name} (${when})`, ok: c.ok, detail: c.ok ? 'ok' : c.problems.join('; ') }));
+}
+
+/** "N duplicated order id(s)" in I5's problems. */
+function storedDuplicates(audit: VoucherAudit): number {
+  const problem = audit.checks.find((c) => c.id === 'I5')?.problems.find((p) => /duplicated order id/.test(p));
+  return problem ? Number(/^(\d+)/.exec(problem)?.[1] ?? 1) : 0;
+}
+
+export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payments }: VerdictInput): Verdict {
+  const before = baseline.stats;
+  const soldBefore = before.initialStock - before.dbStock;
+  const storedNow = sum(audit.orders) - sum(before.orders);
+  // Units that came back during the run (expired, cancelled, failed orders) may be handed out again.
+  const returned = released(audit.orders) - released(before.orders);
+  const notStored = audit.checks.find((c) => c.id === 'I3')?.problems.filter((p) => /not stored/.test(p)).length ?? 0;
+
+  const oversold = Math.max(0, audit.sold - audit.initialStock, -audit.dbStock);
+  const lost = Math.max(notStored, client.orders - storedNow);
+  const duplicated = storedDuplicates(audit) + client.sharedOrderIds + client.keyMismatches;
+  const soldInRun = audit.sold - soldBefore;
+  const expectedSold = client.orders - returned;
+  // Unanswered requests may have been admitted without the client seeing it.
+  const soldMatches = client.unanswered === 0 ? soldInRun === expectedSold : soldInRun >= expectedSold && soldInRun <= expectedSold + client.unanswered;
+
+  const checks: VerdictCheck[] = [
+    ...auditCheck(audit, 'after the sale'),
+    { name: 'every order stored (drained)', ok: drainLagMs !== null, detail: drainLagMs === null ? 'orders still in flight at the drain timeout' : `${(drainLagMs / 1000).toFixed(2)} s after the last order` },
+    { name: 'each order id given to one buyer', ok: client.sharedOrderIds === 0, detail: `${client.sharedOrderIds} shared` },
+    { name: 'same Idempotency-Key, same order', ok: client.keyMismatches === 0, detail: `${client.keyMismatches} retries answered with another order` },
+    { name: `no buyer above the limit of ${perUserLimit}`, ok: client.buyersOverLimit === 0, detail: `${client.buyersOverLimit} buyers above it` },
+    {
+      name: 'orders handed out <= units available',
+      ok: client.orders <= baseline.available + returned,
+      detail: `${client.orders} orders, ${baseline.available} available at the start${returned ? ` + ${returned} returned during the run` : ''}`,
+    },
+    {
+      name: 'units sold = orders handed out',
+      ok: soldMatches,
+      detail: `database sold ${soldInRun} in this run, buyers were given ${client.orders}${returned ? ` (${returned} returned)` : ''}${client.unanswered ? `, ${client.unanswered} requests unanswered` : ''}`,
+    },
+  ];
+  if (payments) {
+    const { report, audit: after } = payments;
+    const paidInRun = (after.orders.paid ?? 0) - before.orders.paid;
+    checks.push(...auditCheck(after, 'after payments and expiry'));
+    checks.push({ name: 'paid orders = payments confirmed', ok: paidInRun === report.paid, detail: `${paidInRun} paid in the database, ${report.paid} confirmed to buyers` });
+    if (report.waitedForExpiry) {
+      checks.push({
+        name: 'unpaid orders expired, units back',
+        ok: report.expiredAfterS !== null && after.orders.pending_payment === 0 && (after.redisStock === null || after.redisStock === after.dbStock),
+        detail: report.expiredAfterS === null ? 'orders still pending at the timeout' : `${after.orders.expired ?? 0} expired; stock back to ${after.dbStock} (DB) / ${after.redisStock ?? '-'} (Redis)`,
+      });
+    }
+  }
+  return {
+    ok: oversold === 0 && lost === 0 && duplicated === 0 && checks.every((c) => c.ok),
+    oversold,
+    lost,
+    duplicated,
+    unsold: audit.dbStock,
+    checks,
+  };
+}
