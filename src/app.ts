@@ -10,6 +10,9 @@ import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import type { App } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
+import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './protection/claim-token-route.js';
+import { type HttpLimits, serverOptions } from './protection/http-limits.js';
+import { registerTrafficGuards, type TrafficGuards } from './protection/traffic-guards.js';
 import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './reconcile/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './seckill/routes.js';
 import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
@@ -22,10 +25,15 @@ export interface AppDeps {
   logger: Logger;
   guards: Guards;
   metrics: Registry;
+  /** Counts every error answer by its code (429s, 503s and 403s of the protections included). */
+  countError(code: string): void;
   /** Resolves when Redis and the database answer; rejects otherwise. */
   checkReady(): Promise<void>;
+  httpLimits: HttpLimits;
+  trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
+  claimTokens: Omit<ClaimTokenRouteDeps, 'guards' | 'directory'>;
   orders: Omit<OrderRouteDeps, 'guards'>;
   lifecycle: Omit<LifecycleRouteDeps, 'guards'>;
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
@@ -43,8 +51,26 @@ function isInfrastructureError(err: Error & { code?: string }): boolean {
   );
 }
 
+/** Any error as the contract's answer (status, code, message); unexpected ones are logged. */
+function toAppError(err: FastifyError, log: FastifyBaseLogger): AppError {
+  if (err instanceof AppError) return err;
+  if (err.validation) {
+    const message = `${err.validationContext ?? 'request'} ${err.validation[0]?.message ?? 'is invalid'}`.replace(/^body /, 'body: ');
+    return new AppError('INVALID_REQUEST', message);
+  }
+  if (err.statusCode === 413) return new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${BODY_LIMIT_BYTES} bytes`);
+  if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return new AppError('INVALID_REQUEST', err.message);
+  if (isInfrastructureError(err)) {
+    log.warn({ err }, 'infrastructure unavailable');
+    return new AppError('UNAVAILABLE', 'service temporarily unavailable; retry shortly');
+  }
+  log.error({ err }, 'unhandled error');
+  return new AppError('INTERNAL', 'internal error');
+}
+
 export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
+    ...serverOptions(deps.httpLimits),
     loggerInstance: deps.logger as FastifyBaseLogger,
     // Per-request log lines would cost more than the admission itself; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
@@ -55,31 +81,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.decorateRequest('principal', null);
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err instanceof AppError) {
-      if (err.status === 503) void reply.header('retry-after', '1');
-      return reply.code(err.status).send(err.toBody());
-    }
-    if (err.validation) {
-      return reply.code(400).send({ code: 'INVALID_REQUEST', message: `${err.validationContext ?? 'request'} ${err.validation[0]?.message ?? 'is invalid'}`.replace(/^body /, 'body: ') });
-    }
-    if (err.statusCode === 413) {
-      return reply.code(413).send({ code: 'PAYLOAD_TOO_LARGE', message: `body exceeds ${BODY_LIMIT_BYTES} bytes` });
-    }
-    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) {
-      return reply.code(err.statusCode === 415 ? 415 : 400).send({ code: 'INVALID_REQUEST', message: err.message });
-    }
-    if (isInfrastructureError(err)) {
-      request.log.warn({ err }, 'infrastructure unavailable');
-      return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: 'service temporarily unavailable; retry shortly' });
-    }
-    request.log.error({ err }, 'unhandled error');
-    return reply.code(500).send({ code: 'INTERNAL', message: 'internal error' });
+    const answer = toAppError(err, request.log);
+    deps.countError(answer.code);
+    const retryAfter = answer.retryAfterSeconds ?? (answer.status === 503 ? 1 : undefined);
+    if (retryAfter !== undefined) void reply.header('retry-after', String(retryAfter));
+    return reply.code(err.statusCode === 415 ? 415 : answer.status).send(answer.toBody());
   });
 
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
+  await registerTrafficGuards(app, deps.trafficGuards);
   await app.register(swagger, {
     openapi: {
       info: { title: 'seckill engine', version: '0.1.0', description: 'Flash-sale engine API (see API.md)' },
@@ -104,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerVoucherRoutes(app, { guards: deps.guards, ...deps.vouchers });
   registerClaimRoutes(app, { guards: deps.guards, ...deps.claims });
+  registerClaimTokenRoute(app, { guards: deps.guards, directory: deps.claims.directory, ...deps.claimTokens });
   registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards: deps.guards, ...deps.lifecycle });
   registerWaitlistRoutes(app, { guards: deps.guards, ...deps.waitlist });

@@ -1,5 +1,6 @@
 // The one typed configuration schema. Every setting: env var, default, doc line, parser.
 // process.env is read here and nowhere else.
+import { isIP } from 'node:net';
 
 type Parser<T> = (raw: string) => T;
 
@@ -38,6 +39,22 @@ const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
   if (!(values as string[]).includes(raw)) throw new Error(`expected one of ${values.join(', ')}, got "${raw}"`);
   return raw as T;
 };
+
+/** Comma-separated addresses or CIDR ranges (or proxy-addr's names loopback, linklocal, uniquelocal); empty: none. */
+const addressList: Parser<string[]> = (raw) => {
+  const items = raw.split(',').map((item) => item.trim()).filter(Boolean);
+  for (const item of items) {
+    const [address = '', bits, extra] = item.split('/');
+    const named = ['loopback', 'linklocal', 'uniquelocal'].includes(item);
+    if (!named && (extra !== undefined || isIP(address) === 0 || (bits !== undefined && !/^\d{1,3}$/.test(bits)))) {
+      throw new Error(`expected addresses or CIDR ranges, got "${item}"`);
+    }
+  }
+  return items;
+};
+
+/** An integer, or null for an empty value: the setting is then derived (see its doc line). */
+const intOrDerived = (min: number, max: number): Parser<number | null> => (raw) => (raw === '' ? null : int(min, max)(raw));
 
 const nonEmpty = (pattern?: RegExp, what?: string): Parser<string> => (raw) => {
   if (raw.length === 0) throw new Error('must not be empty');
@@ -120,6 +137,86 @@ export const settings = {
     '10000',
     'How often reconciliation compares Redis with the database and repairs it (one runner across all workers; 0: off).',
     int(0, 86400000),
+  ),
+  bucketVoucherRate: setting(
+    'BUCKET_VOUCHER_RATE',
+    '0',
+    'Claims per second one voucher takes, across every instance (token bucket in Redis; excess: 429 RATE_LIMITED). 0: off. Same value on every instance.',
+    int(0, 10_000_000),
+  ),
+  bucketVoucherBurst: setting(
+    'BUCKET_VOUCHER_BURST',
+    '',
+    'Claims the voucher bucket can take at once after a quiet spell (default: BUCKET_VOUCHER_RATE, one second\'s worth).',
+    intOrDerived(1, 10_000_000),
+  ),
+  bucketUserRate: setting(
+    'BUCKET_USER_RATE',
+    '0',
+    'Claims per second one buyer may send for one voucher, across every instance (token bucket in Redis; excess: 429 RATE_LIMITED). 0: off.',
+    int(0, 1_000_000),
+  ),
+  bucketUserBurst: setting(
+    'BUCKET_USER_BURST',
+    '',
+    'Claims one buyer can send at once for one voucher (default: BUCKET_USER_RATE, one second\'s worth).',
+    intOrDerived(1, 1_000_000),
+  ),
+  ipRateLimit: setting(
+    'IP_RATE_LIMIT',
+    '0',
+    'Requests to /api one client address may send per IP_RATE_WINDOW_MS, counted in each instance\'s memory (excess: 429 RATE_LIMITED). 0: off.',
+    int(0, 100_000_000),
+  ),
+  ipRateWindowMs: setting('IP_RATE_WINDOW_MS', '1000', 'Window of IP_RATE_LIMIT.', int(100, 3_600_000)),
+  trustedProxies: setting(
+    'TRUSTED_PROXIES',
+    '',
+    'Load balancers / proxies (comma-separated addresses or CIDR ranges) whose X-Forwarded-For names the client address for IP_RATE_LIMIT; empty (the default): none, the socket address is the client.',
+    addressList,
+  ),
+  soldOutCacheMs: setting(
+    'SOLD_OUT_CACHE_MS',
+    '500',
+    'How long an instance answers SOLD_OUT from memory after Redis said a voucher is sold out (units coming back clear it sooner, via pub/sub). 0: off.',
+    int(0, 60_000),
+  ),
+  claimTokenTtlMs: setting(
+    'CLAIM_TOKEN_TTL_MS',
+    '30000',
+    'Lifetime of a claim token (vouchers with claimToken: true), never past the end of the sale.',
+    int(1_000, 3_600_000),
+  ),
+  httpRequestTimeoutMs: setting(
+    'HTTP_REQUEST_TIMEOUT_MS',
+    '10000',
+    'A request whose headers and body have not arrived by then is answered 408 and closed (slow clients).',
+    int(1_000, 600_000),
+  ),
+  httpKeepAliveTimeoutMs: setting(
+    'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+    '72000',
+    'An idle keep-alive connection is closed after this long; keep it above the load balancer\'s idle timeout (often 60 s).',
+    int(1_000, 3_600_000),
+  ),
+  httpMaxHeaderBytes: setting(
+    'HTTP_MAX_HEADER_BYTES',
+    '8192',
+    'Largest request head (request line and headers) accepted; larger: 431 HEADERS_TOO_LARGE.',
+    int(1_024, 65_536),
+  ),
+  overloadEventLoopDelayMs: setting(
+    'OVERLOAD_EVENT_LOOP_DELAY_MS',
+    '0',
+    'Mean event-loop delay (sampled each second) above which the API answers 503 UNAVAILABLE with Retry-After instead of queueing; 0: off. ' +
+      'Set it (e.g. 500) where the API has its cores to itself: on a shared machine, CPU taken by other processes looks the same.',
+    int(0, 60_000),
+  ),
+  overloadHeapUsedMb: setting(
+    'OVERLOAD_HEAP_USED_MB',
+    '',
+    'V8 heap in use above which the API answers 503 UNAVAILABLE with Retry-After (default: 90% of the heap limit). 0: off.',
+    intOrDerived(0, 1_048_576),
   ),
 } as const;
 

@@ -17,7 +17,15 @@ import { ExpiryWorker } from './lifecycle/expiry-worker.js';
 import { cancelOrderUseCase, payOrderUseCase } from './lifecycle/order-actions.js';
 import { createReleaseRelay, type ReleaseRelay } from './lifecycle/outbox-relay.js';
 import { createReleases, type Releases } from './lifecycle/releases.js';
+import { auditVoucher } from './audit/check-voucher.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { createClaimTokens, type ClaimTokens } from './protection/claim-tokens.js';
+import { httpLimits } from './protection/http-limits.js';
+import { claimRateLimits, rateLimitedSqlClaims } from './protection/rate-limits.js';
+import { createSoldOutCache } from './protection/sold-out-cache.js';
+import { soldOutGate } from './protection/sold-out-gate.js';
+import { trafficGuards } from './protection/traffic-guards.js';
+import { announcingUnitsBack, createUnitsBack, type UnitsBack } from './protection/units-back.js';
 import { createReconciler, type Reconciler } from './reconcile/reconciler.js';
 import { ReconcileSchedule } from './reconcile/schedule.js';
 import { voucherStatsUseCase } from './reconcile/stats.js';
@@ -43,6 +51,9 @@ export interface Container {
   keys: KeySpace;
   scripts: Scripts;
   tokens: TokenService;
+  claimTokens: ClaimTokens;
+  /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
+  unitsBack: UnitsBack;
   inflight: InflightReader;
   metrics: Metrics;
   events: OrderEvents;
@@ -78,28 +89,37 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       if (applied.length) log.info({ applied }, 'migrations applied');
     }
     const keys = createKeySpace(config.redisPrefix, config.shards);
-    const scripts = createScripts(redis, keys);
+    const unitsBack = createUnitsBack({ redis, keys, log });
+    // Whatever gives units back through these scripts announces it.
+    const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
     const ids = await LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log });
     const tokens = createTokenService(config.jwtSecret);
+    const claimTokens = createClaimTokens(config.jwtSecret);
     const metrics = createMetrics();
+    const limits = claimRateLimits(config);
+    const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, scripts, unitsBack, log });
     const vouchers = createVoucherRepository(db);
     const inflight = createInflightReader(redis, keys);
     const directory = createVoucherDirectory(vouchers);
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const events = createOrderEvents({ redis, keys, log });
     const orders = createOrderRepository(db);
-    const relay = createReleaseRelay({ db, redis, keys, scripts, ids, directory, redisState, events });
+    const relay = createReleaseRelay({ db, scripts, ids, directory, redisState, events });
     const releases = createReleases({ db, relay, events, log });
     const getOrder = getOrderUseCase({ orders, inflight });
     const reconciler = createReconciler({
-      db, redis, keys, scripts, inflight, directory, redisState, relay, releases, log,
+      db, redis, keys, scripts, directory, redisState, relay, releases, log,
       onRepair: (kind) => metrics.repairs.inc({ kind }),
+      onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
 
     const appDeps: AppDeps = {
       logger: log,
       guards: createGuards(tokens),
       metrics: metrics.registry,
+      countError: metrics.countError,
+      httpLimits: httpLimits(config),
+      trafficGuards: trafficGuards(config),
       async checkReady() {
         await redis.ping();
         await sql`select 1`.execute(db);
@@ -112,14 +132,19 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       },
       claims: {
         directory,
+        claimTokens,
+        soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
         claimSeckill: claimSeckillUseCase({
           ids,
           scripts,
           redisState,
+          soldOut,
+          limits,
           onOutcome: metrics.countClaim,
         }),
-        claimInSql: claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs }),
+        claimInSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
       },
+      claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
       orders: {
         getOrder,
         listOrders: listOrdersUseCase({ orders }),
@@ -131,8 +156,9 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       },
       waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
       consistency: {
-        voucherStats: voucherStatsUseCase({ db, redis, keys, directory }),
+        voucherStats: voucherStatsUseCase({ db, redis, keys }),
         reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
+        auditVoucher: (id, admitted) => auditVoucher({ db, redis, keys, inflight }, id, { admitted }),
       },
     };
 
@@ -194,6 +220,8 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       keys,
       scripts,
       tokens,
+      claimTokens,
+      unitsBack,
       inflight,
       metrics,
       events,
@@ -216,6 +244,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         await expiry?.close();
         await pipeline?.close();
         await events.close();
+        await unitsBack.close();
         await ids.close();
         await redis.quit().catch(() => redis.disconnect());
         await db.destroy();

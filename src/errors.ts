@@ -22,7 +22,21 @@ export const ErrorCode = {
   /** limited: the per-user lock expired before the claim committed; nothing was taken. */
   LOCK_LOST: 503,
   IDEMPOTENCY_KEY_REUSED: 422,
+  /** A token bucket (per voucher, per buyer) or the per-address limit is empty; see Retry-After. */
+  RATE_LIMITED: 429,
+  /** The voucher takes claims only with a `Claim-Token` header (GET /api/vouchers/:id/claim-token). */
+  CLAIM_TOKEN_REQUIRED: 403,
+  /** The claim token is forged, malformed, or was issued to another user or for another voucher. */
+  CLAIM_TOKEN_INVALID: 403,
+  /** The claim token was valid but has expired: fetch a new one. */
+  CLAIM_TOKEN_EXPIRED: 403,
+  /** GET claim-token on a voucher created without `claimToken: true`: claim it directly. */
+  CLAIM_TOKEN_NOT_OFFERED: 404,
   PAYLOAD_TOO_LARGE: 413,
+  /** The request (headers and body) did not arrive within HTTP_REQUEST_TIMEOUT_MS. */
+  REQUEST_TIMEOUT: 408,
+  /** The request headers exceed HTTP_MAX_HEADER_BYTES. */
+  HEADERS_TOO_LARGE: 431,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const;
@@ -36,6 +50,8 @@ export class AppError extends Error {
     message: string,
     /** Extra fields merged into the error body (e.g. `waitlisted`). */
     readonly extra: Record<string, unknown> = {},
+    /** Seconds for the Retry-After header (every 503 gets one; 429s say how long). */
+    readonly retryAfterSeconds?: number,
   ) {
     // Expected outcomes (sold out, limit reached) happen thousands of times a second: a stack
     // trace would cost more than the answer and is never shown.

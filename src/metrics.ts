@@ -5,6 +5,9 @@ export interface Metrics {
   claims: Counter<'outcome'>;
   /** Counts one claim outcome; label children are cached (no label hashing per request). */
   countClaim(outcome: string): void;
+  errors: Counter<'code'>;
+  /** Counts one error answer by its code (cached label children, as countClaim). */
+  countError(code: string): void;
   stored: Counter;
   failed: Counter<'reason'>;
   retries: Counter;
@@ -18,7 +21,9 @@ export function createMetrics(): Metrics {
   collectDefaultMetrics({ register: registry });
   const claims = new Counter({
     name: 'seckill_claims_total',
-    help: 'Seckill claims by outcome of the admission script (admitted, replayed, sold_out, limit_exceeded, not_started, ended, key_reused, missing).',
+    help:
+      'Seckill claims by outcome of the admission script (admitted, replayed, sold_out, limit_exceeded, not_started, ended, key_reused, ' +
+      'rate_limited, missing) or sold_out_cached (answered from memory, no Redis).',
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
@@ -49,11 +54,34 @@ export function createMetrics(): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
-  const claimChildren = new Map<string, ReturnType<typeof claims.labels>>();
-  const countClaim = (outcome: string) => {
-    let child = claimChildren.get(outcome);
-    if (!child) claimChildren.set(outcome, (child = claims.labels(outcome)));
+  const errors = new Counter({
+    name: 'seckill_error_answers_total',
+    help:
+      'Error answers by code (RATE_LIMITED, UNAVAILABLE, CLAIM_TOKEN_*, SOLD_OUT, ...), whichever layer refused; ' +
+      'sold-out answers of the claim route\'s first hook are counted in seckill_claims_total{outcome="sold_out_cached"} only.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  return {
+    registry,
+    claims,
+    countClaim: cachedLabel(claims),
+    errors,
+    countError: cachedLabel(errors),
+    stored,
+    failed,
+    retries,
+    expired,
+    repairs,
+  };
+}
+
+/** inc() by one label value, with the label child cached (no label hashing per request). */
+function cachedLabel<L extends string>(counter: Counter<L>): (value: string) => void {
+  const children = new Map<string, ReturnType<Counter<L>['labels']>>();
+  return (value) => {
+    let child = children.get(value);
+    if (!child) children.set(value, (child = counter.labels(value)));
     child.inc();
   };
-  return { registry, claims, countClaim, stored, failed, retries, expired, repairs };
 }

@@ -16,9 +16,10 @@ export function uniqueName(label: string): string {
   return `t_${label.replace(/[^A-Za-z0-9]/g, '_').slice(0, 20)}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
 }
 
-export function testConfig(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Config {
+/** The environment of a test configuration (its own database and prefix). */
+export function testEnv(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Record<string, string> {
   const name = uniqueName(label);
-  return loadConfig({
+  return {
     REDIS_URL,
     DATABASE_URL: `${mysqlServer}/${name}`,
     REDIS_PREFIX: name,
@@ -26,7 +27,11 @@ export function testConfig(label: string, overrides: Record<string, string> = {}
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHARDS: '4',
     ...overrides,
-  });
+  };
+}
+
+export function testConfig(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Config {
+  return loadConfig(testEnv(label, overrides, mysqlServer));
 }
 
 export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
@@ -41,6 +46,8 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
 export interface TestApp {
   app: App;
   c: Container;
+  /** The environment its configuration was read from. */
+  env: Record<string, string>;
   token(userId: bigint | number, admin?: boolean): Promise<string>;
   admin(): Promise<string>;
   close(): Promise<void>;
@@ -48,20 +55,48 @@ export interface TestApp {
 
 /** `mysqlServer` lets a test reach the database through a proxy it can cut. */
 export async function startTestApp(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Promise<TestApp> {
-  const config = testConfig(label, overrides, mysqlServer);
+  const env = testEnv(label, overrides, mysqlServer);
+  const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
   const app = await buildApp(c.appDeps);
   await app.ready();
   return {
-    app,
-    c,
-    token: (userId, admin = false) => c.tokens.sign({ userId: BigInt(userId), admin }, 600),
-    admin: () => c.tokens.sign({ userId: 1n, admin: true }, 600),
+    ...instance(app, c, env),
     async close() {
       await app.close();
       await deleteKeys(c.redis, c.keys.pattern());
       await c.close();
       await dropDatabase(config.databaseUrl);
+    },
+  };
+}
+
+function instance(app: App, c: Container, env: Record<string, string>): Omit<TestApp, 'close'> {
+  return {
+    app,
+    c,
+    env,
+    token: (userId, admin = false) => c.tokens.sign({ userId: BigInt(userId), admin }, 600),
+    admin: () => c.tokens.sign({ userId: 1n, admin: true }, 600),
+  };
+}
+
+/**
+ * Another API instance beside `first`: its own container (clients, worker id, caches) and app, on
+ * the same database and Redis prefix, as a second `seckill serve` would be. `overrides` change its
+ * environment only. Closing it leaves the shared data to `first`.
+ */
+export async function startSecondInstance(first: TestApp, overrides: Record<string, string> = {}): Promise<TestApp> {
+  const env = { ...first.env, ...overrides };
+  const config = loadConfig(env);
+  const c = await createContainer(config, pino({ level: config.logLevel }));
+  const app = await buildApp(c.appDeps);
+  await app.ready();
+  return {
+    ...instance(app, c, env),
+    async close() {
+      await app.close();
+      await c.close();
     },
   };
 }
@@ -92,10 +127,11 @@ export async function claim(
   t: TestApp,
   voucherId: string,
   userId: bigint | number,
-  options: { quantity?: number; idempotencyKey?: string } = {},
+  options: { quantity?: number; idempotencyKey?: string; claimToken?: string } = {},
 ) {
   const headers: Record<string, string> = { authorization: `Bearer ${await t.token(userId)}` };
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+  if (options.claimToken) headers['claim-token'] = options.claimToken;
   return t.app.inject({
     method: 'POST',
     url: `/api/vouchers/${voucherId}/orders`,

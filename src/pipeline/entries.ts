@@ -1,4 +1,4 @@
-// Stream entries as written by admit-7.lua (or restock-7.lua, for a waitlist promotion): o=orderId v=voucherId u=userId q=quantity t=createdMs.
+// Stream entries as written by admit-9.lua (or restock-7.lua, for a waitlist promotion): o=orderId v=voucherId u=userId q=quantity t=createdMs.
 import { parseId } from '../ids/parse.js';
 import type { OrderRef } from '../infra/redis/scripts.js';
 

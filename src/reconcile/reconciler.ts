@@ -79,6 +79,8 @@ export interface ReconcilerDeps {
   releases: Releases;
   log: Logger;
   onRepair?(kind: DriftKind): void;
+  /** Units of the voucher are back on sale in Redis (clears sold-out flags on every API instance). */
+  onUnitsBack?(voucherId: bigint): void;
 }
 
 /** What one observation finds beyond the counts (order ids, for comparing two sightings). */
@@ -152,6 +154,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (first.kind === 'missing') {
       if (voucher.endAt.getTime() + RETAIN_AFTER_END_MS < Date.now()) return; // kept no longer: nothing to rebuild
       const rebuilt = await redisState.rewarm(voucher);
+      if (rebuilt) deps.onUnitsBack?.(voucher.id);
       note({ kind: 'state_missing', detail: 'voucher state missing from Redis; rebuilt from the database', repaired: rebuilt });
       return;
     }
@@ -181,6 +184,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (counts && countsAgain && sameDrift(counts, countsAgain) && first.observation.redis.gen === o.redis.gen && orphans.length === 0) {
       const buyers = new Map([...countsAgain.buyers].map(([user, [have, want]]) => [user, want - have]));
       const done = await reconcileScripts.repair(voucher.id, o.redis.gen, { stock: -countsAgain.stock, inflightCounter: -countsAgain.inflightCounter, buyers });
+      if (done && countsAgain.stock < 0) deps.onUnitsBack?.(voucher.id); // units back on sale
       if (countsAgain.stock) note({ kind: 'stock', detail: `Redis stock ${o.redis.stock}, database implies ${o.expected.stock}`, repaired: done });
       if (countsAgain.inflightCounter) {
         note({ kind: 'inflight_counter', detail: `in-flight counter ${o.redis.inflightCounter}, records ${o.expected.inflightCounter}`, repaired: done });

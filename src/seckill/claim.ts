@@ -1,9 +1,13 @@
-// Use case: a buyer claims units of a seckill voucher. One Lua script decides atomically and, when
-// it admits, appends the order to the shard's stream; the database sees the order later, in a
-// batch (the order pipeline). Database load is bounded by winners, not by requests.
+// Use case: a buyer claims units of a seckill voucher. One Lua script takes the rate-limit tokens,
+// decides atomically and, when it admits, appends the order to the shard's stream; the database
+// sees the order later, in a batch (the order pipeline). Database load is bounded by winners, not
+// by requests; once nothing is left, Redis load is not bounded by requests either (sold-out
+// answers come from memory, see protection/sold-out-cache.ts).
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
-import { AdmitCode, type AdmitResult, type Scripts } from '../infra/redis/scripts.js';
+import { AdmitCode, type AdmitResult, type ClaimRateLimits, type Scripts } from '../infra/redis/scripts.js';
+import { rateLimited } from '../protection/rate-limits.js';
+import type { SoldOutCache } from '../protection/sold-out-cache.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 
@@ -25,6 +29,8 @@ export interface ClaimSeckillDeps {
   ids: IdGenerator;
   scripts: Scripts;
   redisState: VoucherRedisState;
+  soldOut: SoldOutCache;
+  limits: ClaimRateLimits;
   onOutcome?: (outcome: string) => void;
 }
 
@@ -37,7 +43,13 @@ const OUTCOME: Record<AdmitCode, string> = {
   [AdmitCode.LIMIT_EXCEEDED]: 'limit_exceeded',
   [AdmitCode.SOLD_OUT]: 'sold_out',
   [AdmitCode.KEY_REUSED]: 'key_reused',
+  [AdmitCode.RATE_LIMITED]: 'rate_limited',
 };
+
+export const notStartedError = (voucher: Voucher) => new AppError('NOT_STARTED', `the sale starts at ${voucher.beginAt.toISOString()}`);
+export const endedError = (voucher: Voucher) => new AppError('ENDED', `the sale ended at ${voucher.endAt.toISOString()}`);
+const soldOutError = (waitlisted: boolean) =>
+  new AppError('SOLD_OUT', waitlisted ? 'sold out; you are on the waitlist' : 'sold out', { waitlisted });
 
 /** The one place Lua return codes become API errors. */
 function toAdmission(result: AdmitResult, claim: SeckillClaim): Admission {
@@ -47,37 +59,47 @@ function toAdmission(result: AdmitResult, claim: SeckillClaim): Admission {
     case AdmitCode.REPLAYED:
       return { orderId: result.orderId, quantity: result.quantity, fresh: false };
     case AdmitCode.NOT_STARTED:
-      throw new AppError('NOT_STARTED', `the sale starts at ${claim.voucher.beginAt.toISOString()}`);
+      throw notStartedError(claim.voucher);
     case AdmitCode.ENDED:
-      throw new AppError('ENDED', `the sale ended at ${claim.voucher.endAt.toISOString()}`);
+      throw endedError(claim.voucher);
     case AdmitCode.LIMIT_EXCEEDED:
       throw new AppError('LIMIT_EXCEEDED', `at most ${claim.voucher.perUserLimit} unit(s) per user`);
     case AdmitCode.SOLD_OUT:
-      throw new AppError('SOLD_OUT', result.waitlisted ? 'sold out; you are on the waitlist' : 'sold out', { waitlisted: result.waitlisted });
+      throw soldOutError(result.waitlisted);
     case AdmitCode.KEY_REUSED:
       throw new AppError(
         'IDEMPOTENCY_KEY_REUSED',
         `this Idempotency-Key was used for order ${result.orderId} with quantity ${result.quantity}`,
       );
+    case AdmitCode.RATE_LIMITED:
+      throw rateLimited(result.retryAfterMs ?? 1000);
     case AdmitCode.MISSING:
       throw new AppError('UNAVAILABLE', 'voucher state is not available; retry shortly');
   }
 }
 
-export function claimSeckillUseCase({ ids, scripts, redisState, onOutcome }: ClaimSeckillDeps) {
+export function claimSeckillUseCase({ ids, scripts, redisState, soldOut, limits, onOutcome }: ClaimSeckillDeps) {
   return async function claimSeckill(claim: SeckillClaim): Promise<Admission> {
+    const cached = soldOut.answer(claim.voucher, claim.userId, claim.idempotencyKey !== undefined);
+    if (cached) {
+      onOutcome?.('sold_out_cached');
+      throw soldOutError(cached.waitlisted);
+    }
     const input = {
       voucherId: claim.voucher.id,
       userId: claim.userId,
       orderId: ids.next(),
       quantity: claim.quantity,
       idempotencyKey: claim.idempotencyKey,
+      limits,
     };
+    const askedAt = soldOut.stamp();
     let result = await scripts.admit(input);
     if (result.code === AdmitCode.MISSING) {
       await redisState.rewarm(claim.voucher);
       result = await scripts.admit(input);
     }
+    if (result.closedAtVersion !== undefined) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);
     onOutcome?.(OUTCOME[result.code]);
     return toAdmission(result, claim);
   };

@@ -1,7 +1,9 @@
+import type { onRequestHookHandler } from 'fastify';
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
+import type { ClaimTokens } from '../protection/claim-tokens.js';
 import type { SqlClaim, SqlClaimResult } from '../sql-claims/claim.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { Admission, SeckillClaim } from './claim.js';
@@ -12,22 +14,27 @@ const ClaimBody = Type.Object(
 );
 const ClaimHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+  'claim-token': Type.Optional(Type.String({ maxLength: 256 })),
 });
 const Claimed = Type.Object({ orderId: Type.String(), status: Type.String() });
 
 export interface ClaimRouteDeps {
   guards: Guards;
   directory: VoucherDirectory;
+  /** Vouchers created with claimToken: true take claims only with a valid Claim-Token header. */
+  claimTokens: Pick<ClaimTokens, 'check'>;
+  /** First hook of the claim route: answers what needs no identity (protection/sold-out-gate.ts). */
+  soldOutGate: onRequestHookHandler;
   claimSeckill(claim: SeckillClaim): Promise<Admission>;
   /** limited and common kinds: the order is stored before the answer. */
   claimInSql(claim: SqlClaim): Promise<SqlClaimResult>;
 }
 
-export function registerClaimRoutes(app: App, { guards, directory, claimSeckill, claimInSql }: ClaimRouteDeps) {
+export function registerClaimRoutes(app: App, { guards, directory, claimTokens, soldOutGate, claimSeckill, claimInSql }: ClaimRouteDeps) {
   app.post(
     '/api/vouchers/:id/orders',
     {
-      onRequest: guards.user,
+      onRequest: [soldOutGate, guards.user],
       // A claim may come without a body: treat it as {} (quantity 1).
       preValidation: (request, _reply, done) => {
         request.body ??= {};
@@ -39,7 +46,8 @@ export function registerClaimRoutes(app: App, { guards, directory, claimSeckill,
         description:
           'seckill: 202 {orderId, status:"processing"}; the order is stored asynchronously. ' +
           'limited/common: 201 {orderId, status:"pending_payment"}; the order is stored before the answer. ' +
-          'Repeating a request with the same Idempotency-Key returns the same order and takes no second unit.',
+          'Repeating a request with the same Idempotency-Key returns the same order and takes no second unit. ' +
+          'A voucher created with claimToken: true needs header Claim-Token (GET /api/vouchers/:id/claim-token).',
         params: IdParams,
         headers: ClaimHeaders,
         body: ClaimBody,
@@ -49,9 +57,11 @@ export function registerClaimRoutes(app: App, { guards, directory, claimSeckill,
     async (request, reply) => {
       const voucher = await directory.get(BigInt(request.params.id));
       if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${request.params.id} not found`);
+      const userId = principalOf(request).userId;
+      if (voucher.claimToken) claimTokens.check(request.headers['claim-token'], voucher.id, userId);
       const claim = {
         voucher,
-        userId: principalOf(request).userId,
+        userId,
         quantity: request.body.quantity ?? 1,
         idempotencyKey: request.headers['idempotency-key'],
       };

@@ -23,8 +23,14 @@ export interface KeySpace {
   waitlist(voucherId: bigint): string;
   /** Hash: userId -> quantity the waiting user asked for. */
   waitlistQuantities(voucherId: bigint): string;
+  /** The voucher's token bucket (claims per second across every instance): "tokens:at", see lua/lib/bucket.lua. */
+  voucherBucket(voucherId: bigint): string;
+  /** One buyer's token bucket for one voucher; in the voucher's slot, so admit can take it. */
+  userBucket(voucherId: bigint, userId: bigint): string;
   /** Pub/sub channel of order events (JSON arrays), for server-sent events. */
   orderEvents(): string;
+  /** Pub/sub channel of voucher ids whose units came back to Redis (clears sold-out flags). */
+  unitsBack(): string;
   /** Per-user claim lock of a limited voucher (redis-semaphore adds its own `mutex:` prefix). */
   claimLock(voucherId: bigint, userId: bigint): string;
   /** Short lock while a voucher's Redis state is rebuilt from the database. */
@@ -54,7 +60,10 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     released: (id) => `${v(id)}:released`,
     waitlist: (id) => `${v(id)}:wait`,
     waitlistQuantities: (id) => `${v(id)}:waitq`,
+    voucherBucket: (id) => `${v(id)}:tb`,
+    userBucket: (id, user) => `${v(id)}:tb:${user}`,
     orderEvents: () => `${prefix}:order-events`,
+    unitsBack: () => `${prefix}:units-back`,
     claimLock: (id, user) => `${prefix}:{u${user}}:claim:${id}`,
     warmLock: (id) => `${v(id)}:warming`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,

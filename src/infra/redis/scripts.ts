@@ -41,8 +41,23 @@ export const AdmitCode = {
   LIMIT_EXCEEDED: 5,
   SOLD_OUT: 6,
   KEY_REUSED: 7,
+  RATE_LIMITED: 8,
 } as const;
 export type AdmitCode = (typeof AdmitCode)[keyof typeof AdmitCode];
+
+/** A token bucket: `rate` tokens per second (0: off), at most `burst` saved up. */
+export interface BucketLimit {
+  rate: number;
+  burst: number;
+}
+
+/** The buckets every claim takes a token from: the voucher's, and the buyer's for that voucher. */
+export interface ClaimRateLimits {
+  voucher: BucketLimit;
+  user: BucketLimit;
+}
+
+export const NO_RATE_LIMITS: ClaimRateLimits = { voucher: { rate: 0, burst: 0 }, user: { rate: 0, burst: 0 } };
 
 export interface AdmitInput {
   voucherId: bigint;
@@ -50,6 +65,8 @@ export interface AdmitInput {
   orderId: bigint;
   quantity: number;
   idempotencyKey?: string;
+  /** Token buckets taken before any other check; none when absent. */
+  limits?: ClaimRateLimits;
 }
 
 export interface AdmitResult {
@@ -59,7 +76,19 @@ export interface AdmitResult {
   quantity: number;
   /** SOLD_OUT only: the user is on the voucher's waitlist. */
   waitlisted: boolean;
+  /**
+   * SOLD_OUT only, when no unit is left for anyone and no place on the waitlist either: the
+   * version of the users who may hear something else (see snapshot-3.lua).
+   */
+  closedAtVersion?: string;
+  /** RATE_LIMITED only: ms until the buckets have a token again. */
+  retryAfterMs?: number;
 }
+
+/** Who, on a sold-out voucher, may get another answer than a plain SOLD_OUT (snapshot-3.lua). */
+export type SoldOutSnapshot =
+  | { version: string; tooLarge: false; keyedUsers: string[]; waitingUsers: string[] }
+  | { version: string; tooLarge: true };
 
 export interface WarmInput {
   voucherId: bigint;
@@ -119,6 +148,10 @@ export const DEAD_LETTER_MAX_LEN = 100_000;
 
 export interface Scripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
+  /** Takes a token from a claim's voucher and user buckets: 0, or the ms to wait (nothing taken). */
+  takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
+  /** Users with idempotency records and waiting users of a voucher, unless more than `max`. */
+  soldOutSnapshot(voucherId: bigint, max: number): Promise<SoldOutSnapshot>;
   /** true when created, false when the voucher's state already existed. */
   warm(input: WarmInput): Promise<boolean>;
   /** Gives a released order's units back once, then promotes waiting users for them. */
@@ -135,39 +168,63 @@ export interface Scripts {
 
 const ADMIT_KEYS_CACHED = 10_000;
 
+const limitArgs = ({ voucher, user }: ClaimRateLimits) => [voucher.rate, voucher.burst, user.rate, user.burst];
+
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
   const call = defineAll(redis);
   // The key names of a hot voucher are built once, not on every claim.
-  const admitKeys = new Map<bigint, string[]>();
+  const admitKeys = new Map<bigint, { keys: string[]; id: string }>();
   const keysForAdmit = (voucherId: bigint) => {
     let k = admitKeys.get(voucherId);
     if (!k) {
       if (admitKeys.size >= ADMIT_KEYS_CACHED) admitKeys.clear();
       const shard = keys.shardOf(voucherId);
-      k = [
-        keys.voucher(voucherId),
-        keys.buyers(voucherId),
-        keys.idempotency(voucherId),
-        keys.inflight(shard),
-        keys.orders(shard),
-        keys.waitlist(voucherId),
-        keys.waitlistQuantities(voucherId),
-        voucherId.toString(),
-      ];
+      k = {
+        keys: [
+          keys.voucher(voucherId),
+          keys.buyers(voucherId),
+          keys.idempotency(voucherId),
+          keys.inflight(shard),
+          keys.orders(shard),
+          keys.waitlist(voucherId),
+          keys.waitlistQuantities(voucherId),
+          keys.voucherBucket(voucherId),
+        ],
+        id: voucherId.toString(),
+      };
       admitKeys.set(voucherId, k);
     }
     return k;
   };
   return {
-    async admit({ voucherId, userId, orderId, quantity, idempotencyKey }) {
-      const [code, id, q, waitlisted] = (await call.admit!(
-        ...keysForAdmit(voucherId),
+    async admit({ voucherId, userId, orderId, quantity, idempotencyKey, limits = NO_RATE_LIMITS }) {
+      const k = keysForAdmit(voucherId);
+      const [code, id, q, waitlisted, closed, version] = (await call.admit!(
+        ...k.keys,
+        keys.userBucket(voucherId, userId),
+        k.id,
         userId.toString(),
         orderId.toString(),
         quantity,
         idempotencyKey ?? '',
-      )) as [number, string, number, number];
-      return { code: code as AdmitCode, orderId: id, quantity: q, waitlisted: waitlisted === 1 };
+        ...limitArgs(limits),
+      )) as [number, string, number, number, number?, string?];
+      if (code === AdmitCode.RATE_LIMITED) return { code, orderId: id, quantity: 0, waitlisted: false, retryAfterMs: q };
+      const result: AdmitResult = { code: code as AdmitCode, orderId: id, quantity: q, waitlisted: waitlisted === 1 };
+      if (closed === 1) result.closedAtVersion = version;
+      return result;
+    },
+    async takeTokens(voucherId, userId, limits) {
+      return Number(await call.bucket!(keys.voucherBucket(voucherId), keys.userBucket(voucherId, userId), ...limitArgs(limits)));
+    },
+    async soldOutSnapshot(voucherId, max) {
+      const [version, n, ...users] = (await call.snapshot!(keys.voucher(voucherId), keys.idempotency(voucherId), keys.waitlist(voucherId), max)) as [
+        string,
+        number,
+        ...string[],
+      ];
+      if (n < 0) return { version, tooLarge: true };
+      return { version, tooLarge: false, keyedUsers: users.slice(0, n), waitingUsers: users.slice(n) };
     },
     async warm(w) {
       const created = await call.warm!(

@@ -1,0 +1,144 @@
+// Sold-out fast path. Once Redis has said that a seckill voucher has no unit left for anyone and
+// no waitlist place either (admit's `closed`), this process answers the voucher's claims SOLD_OUT
+// from memory, without Redis, for SOLD_OUT_CACHE_MS. Units coming back are announced
+// (units-back.ts) and clear the flag at once; the expiry bounds a lost announcement, since a flag
+// never outlives the Redis answer it was made from by more than its lifetime.
+//
+// Two kinds of claim must still hear what Redis would say: a claim with an Idempotency-Key from a
+// user who has an idempotency record (it may be a retry of their admission: the same order id
+// must come back), and any claim on a waitlist voucher (`waitlisted` depends on the user). So the
+// flag comes with a snapshot of those users, read atomically with a version that moves whenever
+// either set grows or the state is rebuilt (snapshot-3.lua), and read again when Redis answers
+// with another version; until it is there, or when it would be too large to hold, those claims go
+// to Redis. (A user at the per-user limit hears SOLD_OUT here,
+// not LIMIT_EXCEEDED: both are true, and neither takes anything.)
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { Scripts } from '../infra/redis/scripts.js';
+import type { Voucher } from '../vouchers/voucher.js';
+import type { UnitsBack } from './units-back.js';
+
+/** Bounds the snapshot: Redis builds it in one script call, and each process holds it. */
+const SNAPSHOT_MAX_USERS = 20_000;
+const MAX_VOUCHERS = 10_000;
+
+export interface SoldOutAnswer {
+  waitlisted: boolean;
+}
+
+export interface SoldOutCache {
+  /** The SOLD_OUT answer from memory, or null when Redis must decide. */
+  answer(voucher: Voucher, userId: bigint, hasIdempotencyKey: boolean): SoldOutAnswer | null;
+  /**
+   * True when a claim without Idempotency-Key gets SOLD_OUT, waitlisted: false, whoever sends it:
+   * the voucher is flagged and has neither a waitlist nor claim tokens.
+   */
+  soldOutForAnyone(voucherId: bigint): boolean;
+  /** Taken just before asking Redis, for `remember`. */
+  stamp(): number;
+  /** Redis, asked at `askedAt`, answered SOLD_OUT for everyone, its users at `version` (AdmitResult.closedAtVersion). */
+  remember(voucher: Voucher, askedAt: number, version: string): void;
+}
+
+interface Snapshot {
+  version: string;
+  /** null: too many users to hold; claims that need the snapshot go to Redis. */
+  keyed: Set<string> | null;
+  waiting: Set<string> | null;
+}
+
+interface Flag {
+  /** Sold out until then (performance.now() ms). */
+  until: number;
+  /** The voucher has neither a waitlist nor claim tokens. */
+  anyone: boolean;
+  /** The last time units came back; answers asked for before it are stale. */
+  forgottenAt: number;
+  snapshot: Snapshot | null;
+  loadedAt: number;
+  loading: boolean;
+}
+
+const WAITLISTED: SoldOutAnswer = { waitlisted: true };
+const NOT_WAITLISTED: SoldOutAnswer = { waitlisted: false };
+
+export interface SoldOutCacheDeps {
+  ttlMs: number;
+  scripts: Pick<Scripts, 'soldOutSnapshot'>;
+  unitsBack: Pick<UnitsBack, 'onBack' | 'listening'>;
+  log: Logger;
+}
+
+export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCacheDeps): SoldOutCache {
+  const flags = new Map<bigint, Flag>();
+
+  function flagOf(voucherId: bigint): Flag {
+    let flag = flags.get(voucherId);
+    if (!flag) {
+      if (flags.size >= MAX_VOUCHERS) flags.delete(flags.keys().next().value as bigint);
+      flag = { until: 0, anyone: false, forgottenAt: -Infinity, snapshot: null, loadedAt: -Infinity, loading: false };
+      flags.set(voucherId, flag);
+    }
+    return flag;
+  }
+
+  async function load(voucherId: bigint, flag: Flag) {
+    const startedAt = performance.now();
+    flag.loading = true;
+    flag.loadedAt = startedAt;
+    try {
+      const s = await scripts.soldOutSnapshot(voucherId, SNAPSHOT_MAX_USERS);
+      if (startedAt <= flag.forgottenAt) return; // units came back meanwhile
+      flag.snapshot = s.tooLarge
+        ? { version: s.version, keyed: null, waiting: null }
+        : { version: s.version, keyed: new Set(s.keyedUsers), waiting: new Set(s.waitingUsers) };
+    } catch (err) {
+      log.warn({ err, voucherId: voucherId.toString() }, 'sold-out snapshot not read; those claims go to Redis');
+    } finally {
+      flag.loading = false;
+    }
+  }
+
+  // Units are back: ask Redis again. The mark stays, so an answer already on its way is not taken
+  // for a fresh one.
+  unitsBack.onBack((voucherId) => {
+    const flag = flagOf(voucherId);
+    flag.until = 0;
+    flag.snapshot = null;
+    flag.forgottenAt = performance.now();
+  });
+
+  return {
+    answer(voucher, userId, hasIdempotencyKey) {
+      const flag = flags.get(voucher.id);
+      if (!flag || flag.until <= performance.now()) return null;
+      if (!hasIdempotencyKey && !voucher.waitlist) return NOT_WAITLISTED;
+      const s = flag.snapshot;
+      if (!s?.keyed || !s.waiting) return null;
+      const user = userId.toString();
+      if (hasIdempotencyKey && s.keyed.has(user)) return null;
+      return s.waiting.has(user) ? WAITLISTED : NOT_WAITLISTED;
+    },
+
+    soldOutForAnyone(voucherId) {
+      const flag = flags.get(voucherId);
+      return flag !== undefined && flag.anyone && flag.until > performance.now();
+    },
+
+    stamp: () => performance.now(),
+
+    remember(voucher, askedAt, version) {
+      // Flags only while announcements from other processes can reach us (else a flag could
+      // miss the one that clears it, and wait for its expiry).
+      if (ttlMs === 0 || !unitsBack.listening()) return;
+      const flag = flagOf(voucher.id);
+      if (askedAt <= flag.forgottenAt) return; // Redis may have answered before units came back
+      flag.until = Math.max(flag.until, askedAt + ttlMs);
+      flag.anyone = !voucher.waitlist && !voucher.claimToken;
+      if (flag.snapshot && flag.snapshot.version !== version) flag.snapshot = null;
+      // At most one snapshot read per voucher and flag lifetime, whatever the traffic: each read
+      // costs Redis time in proportion to the lists.
+      if (!flag.snapshot && !flag.loading && performance.now() - flag.loadedAt >= ttlMs) void load(voucher.id, flag);
+    },
+  };
+}
