@@ -40,7 +40,8 @@ describe('seckill bench against a running deployment', () => {
   const common = () => ['--url', url, '--secret', t.c.config.jwtSecret, '--connections', '16'];
 
   before(async () => {
-    t = await startTestApp('bench-cli');
+    // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
+    t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
     await t.c.startWorkers();
     url = await t.app.listen({ port: 0, host: '127.0.0.1' });
     workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));
