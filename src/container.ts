@@ -193,7 +193,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
           stored: (n) => metrics.stored.inc(n),
           failed: (reason) => metrics.failed.inc({ reason }),
           retried: () => metrics.retries.inc(),
-          settled: (orderEvents) => void events.publish(orderEvents),
+          announce: events,
         },
       });
       return pipeline;

@@ -12,7 +12,7 @@ import type { Db } from '../infra/db/database.js';
 import { createRedis } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { DEAD_LETTER_MAX_LEN, type Scripts, type SettleInput } from '../infra/redis/scripts.js';
-import type { OrderEvent } from '../orders/events.js';
+import type { OrderEvent, OrderEvents } from '../orders/events.js';
 import { isTransientDbError } from './db-errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from './entries.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
@@ -33,8 +33,8 @@ export interface PipelineOptions {
 
 export interface PipelineEvents {
   stored?(count: number): void;
-  /** The orders of one settled batch, for subscribers (stored or failed). */
-  settled?(orders: Omit<OrderEvent, 'at'>[]): void;
+  /** Subscribers of order events (stored or failed), asked first whether anyone listens. */
+  announce?: Pick<OrderEvents, 'wanted' | 'publish'>;
   failed?(reason: string): void;
   retried?(error: unknown): void;
 }
@@ -202,13 +202,17 @@ class Lane {
       else byShard.set(e.shard, [input]);
     }
     let stored = 0;
+    const announce = events?.announce?.wanted() ? events.announce : undefined;
     const announced: Omit<OrderEvent, 'at'>[] = [];
     for (const [shard, inputs] of byShard) {
       const settled = await scripts.settle(CONSUMER_GROUP, shard, inputs);
       inputs.forEach((input, i) => {
         if (!settled[i]) return; // settled before (redelivery): counted then
-        const type = input.failureReason ? 'failed' : 'stored';
-        announced.push({ type, status: input.failureReason ? 'failed' : 'pending_payment', orderId: input.orderId, voucherId: input.voucherId.toString(), userId: input.userId, quantity: input.quantity });
+        if (announce) {
+          const status = input.failureReason ? 'failed' : 'pending_payment';
+          const { orderId, userId, quantity } = input;
+          announced.push({ type: input.failureReason ? 'failed' : 'stored', status, orderId, voucherId: input.voucherId.toString(), userId, quantity });
+        }
         if (!input.failureReason) stored += 1;
         else {
           events?.failed?.(input.failureReason.split(':')[0]!);
@@ -217,7 +221,7 @@ class Lane {
       });
     }
     if (stored) events?.stored?.(stored);
-    if (announced.length) events?.settled?.(announced);
+    if (announce && announced.length) void announce.publish(announced);
   }
 
   private async deadLetter(e: MalformedEntry): Promise<void> {

@@ -241,7 +241,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       log.warn({ voucherId: report.voucherId, kind: d.kind, detail: d.detail }, 'reconciliation repaired drift');
     };
     // One reconciliation of a voucher at a time (scheduled runs, on-demand runs): repairs are offsets.
-    const mutex = new Mutex(redis, `${keys.voucher(voucherId)}:reconciling`, {
+    const mutex = new Mutex(redis, keys.reconcileLock(voucherId), {
       lockTimeout: 30_000,
       acquireAttemptsLimit: 1,
       onLockLost: (err) => log.warn({ err, voucherId: report.voucherId }, 'reconciliation lock lost'),

@@ -35,6 +35,8 @@ export interface KeySpace {
   claimLock(voucherId: bigint, userId: bigint): string;
   /** Short lock while a voucher's Redis state is rebuilt from the database. */
   warmLock(voucherId: bigint): string;
+  /** Held while reconciliation works on a voucher (its repairs are offsets: one at a time). */
+  reconcileLock(voucherId: bigint): string;
   /** Lease of one Snowflake worker id. */
   workerLease(workerId: number): string;
   /** Highest timestamp ever issued under a worker id (guards restarts with a clock set back). */
@@ -66,6 +68,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     unitsBack: () => `${prefix}:units-back`,
     claimLock: (id, user) => `${prefix}:{u${user}}:claim:${id}`,
     warmLock: (id) => `${v(id)}:warming`,
+    reconcileLock: (id) => `${v(id)}:reconciling`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
     pattern: () => `${prefix}:*`,
