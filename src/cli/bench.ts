@@ -40,7 +40,7 @@ export interface BenchFlags {
 const TOKEN_TTL_S = 24 * 3600;
 const DEFAULT_BUYERS = 10_000;
 
-function count(flag: string, raw: string, min: number): number {
+export function count(flag: string, raw: string, min: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} must be an integer >= ${min}, got "${raw}"`);
   return n;

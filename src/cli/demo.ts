@@ -10,6 +10,7 @@ import { runBench } from '../loadgen/bench.js';
 import { mintCredentials } from '../loadgen/credentials.js';
 import { int } from '../loadgen/format.js';
 import { runText } from '../loadgen/text-report.js';
+import { count } from './bench.js';
 import { createLogger } from '../logger.js';
 
 export interface DemoOptions {
@@ -28,16 +29,9 @@ function demoConfig(config: Config): Config {
   return { ...config, databaseUrl: url.toString(), redisPrefix: `${config.redisPrefix}-demo`, port: 0, logLevel: 'warn' };
 }
 
-function positive(flag: string, raw: string | undefined, fallback: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a positive integer, got "${raw}"`);
-  return n;
-}
-
 export async function demo(baseConfig: Config, options: DemoOptions): Promise<void> {
-  const stock = positive('stock', options.stock, options.big ? 10_000 : 100);
-  const buyers = positive('buyers', options.buyers, options.big ? 100_000 : 1_000);
+  const stock = options.stock === undefined ? (options.big ? 10_000 : 100) : count('stock', options.stock, 1);
+  const buyers = options.buyers === undefined ? (options.big ? 100_000 : 1_000) : count('buyers', options.buyers, 1);
   // Long enough for the sale to end before the first unpaid order expires.
   const paymentTimeoutSeconds = options.big ? 60 : 5;
   const config = demoConfig(baseConfig);

@@ -2,6 +2,7 @@
 // and many distinct buyers, each with a bearer token of their own. Tokens are either signed here
 // with the deployment's JWT secret or read from a file made elsewhere (e.g. by `seckill token`).
 import { readFile } from 'node:fs/promises';
+import { parseId } from '../ids/parse.js';
 import { createTokenService } from '../auth/tokens.js';
 
 export interface Credentials {
@@ -51,7 +52,9 @@ export async function readTokenFile(path: string, maxBuyers?: number): Promise<C
   for (const [n, raw] of lines.entries()) {
     const token = raw.replace(/^Bearer\s+/i, '');
     const claims = claimsOf(token);
-    if (!claims || typeof claims.sub !== 'string') throw new Error(`${path}: line ${n + 1} is not a JWT with a "sub" claim`);
+    if (!claims || typeof claims.sub !== 'string' || parseId(claims.sub) === null) {
+      throw new Error(`${path}: line ${n + 1} is not a JWT with a user id in its "sub" claim`);
+    }
     if (claims.role === 'admin') {
       admin ??= `Bearer ${token}`;
       continue;

@@ -19,8 +19,6 @@ export interface PlanOptions {
 export interface PlannedRequest {
   buyer: number;
   idempotencyKey: string;
-  /** 0: the buyer's first request; n: their n-th repeat. */
-  wave: number;
 }
 
 /** mulberry32: a small seeded PRNG, good enough for shuffling. */
@@ -79,12 +77,12 @@ export class RequestPlan {
   at(i: number): PlannedRequest {
     if (i < this.firstWave.length) {
       const buyer = this.firstWave[i]!;
-      return { buyer, idempotencyKey: this.firstKey(buyer), wave: 0 };
+      return { buyer, idempotencyKey: this.firstKey(buyer) };
     }
     const j = i - this.firstWave.length;
     const buyer = this.repeaters[j % this.repeaters.length]!;
     const wave = 1 + Math.floor(j / this.repeaters.length);
     const same = coin(this.o.seed, buyer, wave) < this.o.sameKeyShare;
-    return { buyer, idempotencyKey: same ? this.firstKey(buyer) : `${this.o.keyTag}-${buyer}-${wave}`, wave };
+    return { buyer, idempotencyKey: same ? this.firstKey(buyer) : `${this.o.keyTag}-${buyer}-${wave}` };
   }
 }

@@ -1,5 +1,6 @@
 // The live progress line: requests, rate, orders handed out, units left, orders in flight. On a
 // terminal it redraws one line in place; otherwise (CI, a pipe) it prints a line now and then.
+import { int as fmt } from './format.js';
 import { performance } from 'node:perf_hooks';
 
 export interface ProgressSnapshot {
@@ -22,7 +23,6 @@ export interface ProgressGoal {
 const TTY_REDRAW_MS = 200;
 const LOG_EVERY_MS = 5000;
 const BAR_WIDTH = 20;
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export class ProgressLine {
   private timer: NodeJS.Timeout | null = null;

@@ -57,15 +57,14 @@ export class SaleRecorder {
     this.outcomes.set(outcome, (this.outcomes.get(outcome) ?? 0) + 1);
   }
 
-  /** An HTTP answer to `request` after `ms`. Returns true when it handed out a new order. */
-  answer(request: PlannedRequest, status: number, body: string, ms: number, now: number): boolean {
+  /** An HTTP answer to `request` after `ms`. */
+  answer(request: PlannedRequest, status: number, body: string, ms: number, now: number): void {
     this.answered++;
     this.latency.recordMs(ms);
     const orderId = status === 201 || status === 202 ? stringField(body, '"orderId":"') : null;
     const fresh = orderId !== null && this.order(request, status, orderId, now);
     if (orderId === null) this.count(`${status} ${stringField(body, '"code":"') ?? 'no code'}`);
     this.timeline.answer(now, ms, fresh);
-    return fresh;
   }
 
   private order(request: PlannedRequest, status: number, orderId: string, now: number): boolean {

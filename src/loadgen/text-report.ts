@@ -46,6 +46,11 @@ function drainLag(run: BenchRun): string {
     : `${seconds(run.sale.drainLagS)} from the last order until every order was stored`;
 }
 
+/** Both stores of a voucher in one line. */
+function stores(a: BenchRun['audit']): string {
+  return `DB stock ${int(a.dbStock)} · Redis stock ${a.redisStock === null ? '-' : int(a.redisStock)} · orders: ${orderStatuses(a.orders)}`;
+}
+
 function orderStatuses(orders: Record<string, number>): string {
   return Object.entries(orders).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${int(n)}`).join(' · ') || 'none';
 }
@@ -72,7 +77,7 @@ export function runText(run: BenchRun): string {
       ['orders handed out', `${int(run.client.orders)} (of ${int(run.sale.availableAtStart)} units available at the start)`],
       ['same order again', `${int(run.client.replays)} (retries with the first Idempotency-Key)`],
       ['drain lag', drainLag(run)],
-      ['stores', `DB stock ${int(run.audit.dbStock)} · Redis stock ${run.audit.redisStock === null ? '-' : int(run.audit.redisStock)} · orders: ${orderStatuses(run.audit.orders)}`],
+      ['stores', stores(run.audit)],
     ], 'left'),
   ];
   if (run.payments) {
@@ -86,7 +91,7 @@ export function runText(run: BenchRun): string {
       ...table([
         ['paid', `${int(p.paid)} of ${int(p.attempted)} tried: ${Object.entries(p.outcomes).map(([k, n]) => `${k} ${int(n)}`).join(' · ')}`],
         ['expiry', expiry],
-        ['stores after', `DB stock ${int(p.audit.dbStock)} · Redis stock ${p.audit.redisStock === null ? '-' : int(p.audit.redisStock)} · orders: ${orderStatuses(p.audit.orders)}`],
+        ['stores after', stores(p.audit)],
       ], 'left'),
     );
   }

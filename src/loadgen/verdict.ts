@@ -3,6 +3,7 @@
 // told, counted on the client's side. Everything here is expected to be zero / true.
 import type { VoucherAudit, VoucherStats } from './deployment.js';
 import type { PaymentReport } from './payments.js';
+import { seconds } from './format.js';
 import type { ClientCounts } from './recorder.js';
 
 export interface VerdictCheck {
@@ -71,7 +72,7 @@ export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payme
 
   const checks: VerdictCheck[] = [
     ...auditCheck(audit, 'after the sale'),
-    { name: 'every order stored (drained)', ok: drainLagMs !== null, detail: drainLagMs === null ? 'orders still in flight at the drain timeout' : `${(drainLagMs / 1000).toFixed(2)} s after the last order` },
+    { name: 'every order stored (drained)', ok: drainLagMs !== null, detail: drainLagMs === null ? 'orders still in flight at the drain timeout' : `${seconds(drainLagMs / 1000)} after the last order` },
     { name: 'each order id given to one buyer', ok: client.sharedOrderIds === 0, detail: `${client.sharedOrderIds} shared` },
     { name: 'same Idempotency-Key, same order', ok: client.keyMismatches === 0, detail: `${client.keyMismatches} retries answered with another order` },
     { name: `no buyer above the limit of ${perUserLimit}`, ok: client.buyersOverLimit === 0, detail: `${client.buyersOverLimit} buyers above it` },

@@ -26,10 +26,11 @@ export function createClaimTokens(secret: string, now: () => number = Date.now):
     check(token, voucherId, userId) {
       if (!token) throw new AppError('CLAIM_TOKEN_REQUIRED', 'this voucher needs a Claim-Token header: GET /api/vouchers/:id/claim-token first');
       const cut = token.lastIndexOf('.');
+      if (cut < 0) throw new AppError('CLAIM_TOKEN_INVALID', 'the claim token is not valid');
       const payload = token.slice(0, cut);
       const given = Buffer.from(token.slice(cut + 1), 'base64url');
       const expected = mac(payload);
-      if (cut < 0 || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
         throw new AppError('CLAIM_TOKEN_INVALID', 'the claim token is not valid');
       }
       const [tokenVoucher, tokenUser, expiresMs] = payload.split('.');

@@ -7,11 +7,11 @@
 // token still hears 401. Every other claim takes the full path (claim.ts consults the flag again,
 // with the caller known).
 import type { onRequestHookHandler } from 'fastify';
-import { AppError } from '../errors.js';
+import { soldOutError } from '../seckill/claim.js';
 import { parseId } from '../ids/parse.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
-const SOLD_OUT_BODY = JSON.stringify(new AppError('SOLD_OUT', 'sold out', { waitlisted: false }).toBody());
+const SOLD_OUT_BODY = JSON.stringify(soldOutError(false).toBody());
 
 export function soldOutGate(soldOut: Pick<SoldOutCache, 'soldOutForAnyone'>, onAnswer?: () => void): onRequestHookHandler {
   return (request, reply, done) => {

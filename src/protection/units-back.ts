@@ -97,10 +97,15 @@ export function createUnitsBack({ redis, keys, log }: { redis: Redis; keys: KeyS
   };
 }
 
-/** The scripts that give units back (restock; settle when it compensates) announce each voucher. */
+/** The scripts that put units on sale (warm, which rebuilds; restock; settle when it compensates) announce each voucher. */
 export function announcingUnitsBack(scripts: Scripts, unitsBack: Pick<UnitsBack, 'announce'>): Scripts {
   return {
     ...scripts,
+    async warm(input) {
+      const created = await scripts.warm(input);
+      if (created) unitsBack.announce(input.voucherId);
+      return created;
+    },
     async restock(input) {
       const result = await scripts.restock(input);
       if (result.kind === 'restocked') unitsBack.announce(input.voucherId);

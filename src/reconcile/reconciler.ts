@@ -154,7 +154,6 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (first.kind === 'missing') {
       if (voucher.endAt.getTime() + RETAIN_AFTER_END_MS < Date.now()) return; // kept no longer: nothing to rebuild
       const rebuilt = await redisState.rewarm(voucher);
-      if (rebuilt) deps.onUnitsBack?.(voucher.id);
       note({ kind: 'state_missing', detail: 'voucher state missing from Redis; rebuilt from the database', repaired: rebuilt });
       return;
     }

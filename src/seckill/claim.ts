@@ -48,7 +48,7 @@ const OUTCOME: Record<AdmitCode, string> = {
 
 export const notStartedError = (voucher: Voucher) => new AppError('NOT_STARTED', `the sale starts at ${voucher.beginAt.toISOString()}`);
 export const endedError = (voucher: Voucher) => new AppError('ENDED', `the sale ended at ${voucher.endAt.toISOString()}`);
-const soldOutError = (waitlisted: boolean) =>
+export const soldOutError = (waitlisted: boolean) =>
   new AppError('SOLD_OUT', waitlisted ? 'sold out; you are on the waitlist' : 'sold out', { waitlisted });
 
 /** The one place Lua return codes become API errors. */

@@ -12,6 +12,7 @@ import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { Voucher } from '../vouchers/voucher.js';
+import { endedError, notStartedError, soldOutError } from '../seckill/claim.js';
 import { withClaimLock } from './claim-lock.js';
 
 export interface SqlClaim {
@@ -89,8 +90,8 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: 
       const earlier = await replayOf(trx, voucherId, userId, claim.idempotencyKey, q);
       if (earlier) return earlier;
     }
-    if (!voucher.started) throw new AppError('NOT_STARTED', `the sale starts at ${claim.voucher.beginAt.toISOString()}`);
-    if (!voucher.open) throw new AppError('ENDED', `the sale ended at ${claim.voucher.endAt.toISOString()}`);
+    if (!voucher.started) throw notStartedError(claim.voucher);
+    if (!voucher.open) throw endedError(claim.voucher);
 
     const held = await trx
       .selectFrom('user_quantities')
@@ -102,7 +103,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: 
     if ((held?.quantity ?? 0) + q > voucher.per_user_limit) {
       throw new AppError('LIMIT_EXCEEDED', `at most ${voucher.per_user_limit} unit(s) per user`);
     }
-    if (q > voucher.stock) throw new AppError('SOLD_OUT', 'sold out', { waitlisted: false });
+    if (q > voucher.stock) throw soldOutError(false);
 
     const updated = await trx
       .updateTable('vouchers')

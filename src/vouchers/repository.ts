@@ -1,6 +1,4 @@
-import type { Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
-import type { Database } from '../infra/db/types.js';
 import { type Voucher, voucherFromRow } from './voucher.js';
 
 /** What rebuilding a voucher's Redis state needs, read from ONE consistent snapshot. */
@@ -15,19 +13,7 @@ export interface WarmSnapshot {
 export interface VoucherRepository {
   insert(v: Voucher): Promise<void>;
   findById(id: bigint): Promise<Voucher | null>;
-  /** Units held per user in active orders (the database's side of the per-user limit). */
-  userQuantities(voucherId: bigint): Promise<Map<string, number>>;
   warmSnapshot(voucherId: bigint): Promise<WarmSnapshot | null>;
-}
-
-async function userQuantities(db: Db | Transaction<Database>, voucherId: bigint): Promise<Map<string, number>> {
-  const rows = await db
-    .selectFrom('user_quantities')
-    .select(['user_id', 'quantity'])
-    .where('voucher_id', '=', voucherId.toString())
-    .where('quantity', '>', 0)
-    .execute();
-  return new Map(rows.map((r) => [r.user_id, r.quantity]));
 }
 
 export function createVoucherRepository(db: Db): VoucherRepository {
@@ -54,16 +40,16 @@ export function createVoucherRepository(db: Db): VoucherRepository {
       const row = await db.selectFrom('vouchers').selectAll().where('id', '=', id.toString()).executeTakeFirst();
       return row ? voucherFromRow(row) : null;
     },
-    userQuantities: (voucherId) => userQuantities(db, voucherId),
     async warmSnapshot(voucherId) {
       // REPEATABLE READ: the three reads see the same committed state, so a release is either in
       // the stock and listed as released, or in neither.
       return db.transaction().setIsolationLevel('repeatable read').execute(async (trx) => {
-        const row = await trx.selectFrom('vouchers').selectAll().where('id', '=', voucherId.toString()).executeTakeFirst();
+        const id = voucherId.toString();
+        const row = await trx.selectFrom('vouchers').selectAll().where('id', '=', id).executeTakeFirst();
         if (!row) return null;
-        const held = await userQuantities(trx, voucherId);
-        const released = await trx.selectFrom('release_outbox').select('order_id').where('voucher_id', '=', voucherId.toString()).execute();
-        return { voucher: voucherFromRow(row), held, released: released.map((r) => r.order_id) };
+        const held = await trx.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', id).where('quantity', '>', 0).execute();
+        const released = await trx.selectFrom('release_outbox').select('order_id').where('voucher_id', '=', id).execute();
+        return { voucher: voucherFromRow(row), held: new Map(held.map((r) => [r.user_id, r.quantity])), released: released.map((r) => r.order_id) };
       });
     },
   };
