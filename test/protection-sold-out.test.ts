@@ -117,6 +117,7 @@ describe('sold-out fast path', () => {
     assert.equal(second.statusCode, 202);
     await untilCached(a, v.id);
     await untilCached(a, v.id, { idempotencyKey: 'k-new' }); // the snapshot of keyed users is in
+    await waitForDrain(a.c, v.id); // the pipeline's own calls (it stores the two orders) come before the window
 
     const answers: { status: number; body: Record<string, unknown> }[] = [];
     const retry: { orderId?: string } = {};
