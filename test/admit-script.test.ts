@@ -57,9 +57,11 @@ describe('admit script', () => {
     const record = await redis.hget(keys.inflight(keys.shardOf(v)), r.orderId);
     assert.match(record!, new RegExp(`^${v}\\|7\\|2\\|\\d+\\|\\d+-\\d+$`));
     const entries = await redis.xrange(keys.orders(keys.shardOf(v)), '-', '+');
-    const mine = entries.find(([, f]) => f[1] === r.orderId);
+    const mine = entries.find(([, f]) => f[1]!.startsWith(`${r.orderId}|`));
     assert.ok(mine);
-    assert.deepEqual(mine[1].slice(0, 8), ['o', r.orderId, 'v', String(v), 'u', '7', 'q', '2']);
+    // One field: the order id, then the in-flight record without its stream id.
+    assert.deepEqual(mine[1], ['d', `${r.orderId}|${record!.slice(0, record!.lastIndexOf('|'))}`]);
+    assert.equal(record!.slice(record!.lastIndexOf('|') + 1), mine[0]);
     const slots = await Promise.all(
       [
         keys.voucher(v),

@@ -7,6 +7,7 @@ import { type Config, loadConfig } from '../src/config.js';
 import { type Container, createContainer } from '../src/container.js';
 import type { App } from '../src/http.js';
 import { dropDatabase } from '../src/infra/db/database.js';
+import { isMalformed, parseEntry } from '../src/pipeline/entries.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
@@ -147,7 +148,10 @@ export async function redisView(t: TestApp, voucherId: string) {
   const shard = keys.shardOf(id);
   const [stock, inflightCount] = await redis.hmget(keys.voucher(id), 'stock', 'inflight');
   const buyers = Object.fromEntries(Object.entries(await redis.hgetall(keys.buyers(id))).map(([u, q]) => [u, Number(q)]));
-  const entries = (await redis.xrange(keys.orders(shard), '-', '+')).filter(([, f]) => f[f.indexOf('v') + 1] === voucherId);
+  const entries = (await redis.xrange(keys.orders(shard), '-', '+')).filter((raw) => {
+    const e = parseEntry(shard, raw, 1);
+    return !isMalformed(e) && e.voucherId === id;
+  });
   const inflight = await t.c.inflight.ofVoucher(id);
   return { stock: stock === null ? null : Number(stock), inflightCount: Number(inflightCount ?? 0), buyers, entries, inflight };
 }

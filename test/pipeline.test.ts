@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createContainer } from '../src/container.js';
 import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
-import { parseEntry, type OrderEntry } from '../src/pipeline/entries.js';
+import { isMalformed, parseEntry, type OrderEntry } from '../src/pipeline/entries.js';
 import { storeOrders } from '../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
@@ -15,6 +15,12 @@ before(async () => {
 after(async () => {
   await t.close();
 });
+
+/** A dead letter is "entry <stream id> reason <text>" followed by the fields of the entry. */
+function deadLetterOrderId(shard: number, [, fields]: [string, string[]]) {
+  const e = parseEntry(shard, [fields[1]!, fields.slice(4)], 1);
+  return isMalformed(e) ? null : e.orderId;
+}
 
 async function streamEntries(voucherId: string) {
   const shard = t.c.keys.shardOf(BigInt(voucherId));
@@ -45,7 +51,7 @@ describe('order pipeline', () => {
     // Re-deliver: the same entries appended again, as a consumer that crashed before XACK would see them.
     const shard = t.c.keys.shardOf(BigInt(v.id));
     const raw = await t.c.redis.xrange(t.c.keys.orders(shard), '-', '+');
-    const copies = raw.filter(([, f]) => f[3] === v.id);
+    const copies = raw.filter((r) => admitted.includes((parseEntry(shard, r, 1) as OrderEntry).orderId));
     assert.ok(copies.length >= 1);
     for (const [, fields] of copies) await t.c.redis.xadd(t.c.keys.orders(shard), '*', ...fields);
     // Wait until the group has read every copy (lag 0) and acknowledged it (nothing pending).
@@ -120,7 +126,7 @@ describe('order pipeline', () => {
     assert.equal(truth.redisStock, 2, 'the unit of the failed order came back: 5 - 1 (paid) - 2 (stored)');
     const shard = t.c.keys.shardOf(BigInt(v.id));
     const dead = await t.c.redis.xrange(t.c.keys.deadLetters(shard), '-', '+');
-    assert.equal(dead.filter(([, f]) => f.includes(failed[0]!.id)).length, 1, 'one dead letter');
+    assert.equal(dead.filter((d) => deadLetterOrderId(shard, d) === failed[0]!.id).length, 1, 'one dead letter');
     // Redis thought there was more stock than the database: the surplus is not handed back.
     await t.c.db.updateTable('vouchers').set({ stock: 0 }).where('id', '=', v.id).execute();
     await t.c.db.updateTable('user_quantities').set({ quantity: 0 }).where('voucher_id', '=', v.id).execute();
@@ -141,12 +147,13 @@ describe('order pipeline', () => {
     const shard = t.c.keys.shardOf(BigInt(v.id));
     const stream = t.c.keys.orders(shard);
     await t.c.redis.xadd(stream, '*', 'o', 'garbage');
+    await t.c.redis.xadd(stream, '*', 'd', `8000000009|${v.id}|409`);
     // Well-formed but unstorable: a creation time beyond what DATETIME can hold.
     await t.c.redis.hset(t.c.keys.inflight(shard), '8000000001', `${v.id}|401|1|1000000000000000|0-1`);
     await t.c.redis.hincrby(t.c.keys.voucher(BigInt(v.id)), 'stock', -1);
     await t.c.redis.hincrby(t.c.keys.voucher(BigInt(v.id)), 'inflight', 1);
     await t.c.redis.hset(t.c.keys.buyers(BigInt(v.id)), '401', 1);
-    await t.c.redis.xadd(stream, '*', 'o', '8000000001', 'v', v.id, 'u', '401', 'q', '1', 't', '1000000000000000');
+    await t.c.redis.xadd(stream, '*', 'd', `8000000001|${v.id}|401|1|1000000000000000`);
     const admitted = await burst(t, v.id, range(410, 5));
     assert.equal(admitted.length, 5);
     await waitForDrain(t.c, v.id, 20_000);
@@ -157,9 +164,62 @@ describe('order pipeline', () => {
     assert.equal(truth.orders.filter((o) => o.status === 'pending_payment').length, 5);
     const dead = await t.c.redis.xrange(t.c.keys.deadLetters(shard), '-', '+');
     const reasons = dead.map(([, f]) => f[f.indexOf('reason') + 1]!);
-    assert.ok(reasons.some((r) => r.startsWith('malformed entry')));
+    assert.equal(reasons.filter((r) => r.startsWith('malformed entry')).length, 2);
     assert.ok(reasons.some((r) => r.startsWith('POISON')));
+    assert.ok(dead.some((d) => deadLetterOrderId(shard, d) === '8000000001'), 'the poison entry is copied whole');
     const pending = (await t.c.redis.xpending(stream, CONSUMER_GROUP)) as [number];
     assert.equal(pending[0], 0);
+  });
+});
+
+describe('stream entries', () => {
+  const shard = 3;
+  const expected = { shard, streamId: '5-1', orderId: '81', voucherId: 7n, userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), deliveries: 1 };
+
+  it('reads the one-field form written by the admit script', () => {
+    assert.deepEqual(parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123']], 1), expected);
+  });
+
+  it('reads the five-field form of entries written before it (still in a stream at an upgrade)', () => {
+    assert.deepEqual(parseEntry(shard, ['5-1', ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123']], 1), expected);
+  });
+
+  it('when an entry is malformed in either form, then it is reported with its fields', () => {
+    const bad: string[][] = [
+      ['d', '81|7|9|2'],
+      ['d', '81|7|9|2|1700000000123|extra'],
+      ['d', '81|7|9|0|1700000000123'],
+      ['d', 'x|7|9|2|1700000000123'],
+      ['d', '81|7|9|2|soon'],
+      ['o', '81', 'v', '7', 'u', '9', 'q', '2'],
+      ['o', 'garbage'],
+      [],
+    ];
+    for (const fields of bad) {
+      const e = parseEntry(shard, ['5-1', fields], 1);
+      assert.ok(isMalformed(e), JSON.stringify(fields));
+      assert.match(e.reason, /^malformed entry: /);
+    }
+  });
+});
+
+describe('order pipeline at an upgrade', () => {
+  it('when admissions in the five-field form are still in a stream, then they are stored like new ones', async () => {
+    const v = await createVoucher(t, { stock: 10 });
+    const id = BigInt(v.id);
+    const shard = t.c.keys.shardOf(id);
+    // What the admit script of the previous version left behind for one order.
+    await t.c.redis.hincrby(t.c.keys.voucher(id), 'stock', -1);
+    await t.c.redis.hincrby(t.c.keys.voucher(id), 'inflight', 1);
+    await t.c.redis.hset(t.c.keys.buyers(id), '501', 1);
+    const now = String(Date.now());
+    const streamId = await t.c.redis.xadd(t.c.keys.orders(shard), '*', 'o', '8000000501', 'v', v.id, 'u', '501', 'q', '1', 't', now);
+    await t.c.redis.hset(t.c.keys.inflight(shard), '8000000501', `${v.id}|501|1|${now}|${streamId}`);
+    const admitted = await burst(t, v.id, range(510, 3));
+    await t.c.startPipeline();
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, [...admitted, '8000000501']);
+    assert.equal(truth.orders.length, 4);
+    assert.ok(truth.orders.every((o) => o.status === 'pending_payment'));
   });
 });

@@ -1,4 +1,6 @@
-// Stream entries as written by admit-9.lua (or restock-7.lua, for a waitlist promotion): o=orderId v=voucherId u=userId q=quantity t=createdMs.
+// Stream entries as written by lib/admission.lua (admit-9.lua, restock-7.lua) and requeue-2.lua:
+// one field d = "orderId|voucherId|userId|quantity|createdMs". Entries written before that format
+// (five fields o v u q t) may still be in a stream after an upgrade and are read as well.
 import { parseId } from '../ids/parse.js';
 import type { OrderRef } from '../infra/redis/scripts.js';
 
@@ -16,16 +18,23 @@ export interface MalformedEntry {
 
 export type RawEntry = [id: string, fields: string[]];
 
-export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
+/** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined). */
+function entryValues(fields: string[]): (string | undefined)[] {
+  if (fields.length === 2 && fields[0] === 'd') return fields[1]!.split('|');
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  const orderId = parseId(f.o ?? '');
-  const voucherId = parseId(f.v ?? '');
-  const userId = parseId(f.u ?? '');
-  const quantity = Number(f.q);
-  const createdMs = Number(f.t);
-  if (orderId === null || voucherId === null || userId === null || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(createdMs)) {
-    return { shard, streamId, reason: `malformed entry: ${JSON.stringify(f).slice(0, 200)}` };
+  return [f.o, f.v, f.u, f.q, f.t];
+}
+
+export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
+  const values = entryValues(fields);
+  const orderId = parseId(values[0] ?? '');
+  const voucherId = parseId(values[1] ?? '');
+  const userId = parseId(values[2] ?? '');
+  const quantity = Number(values[3]);
+  const createdMs = Number(values[4]);
+  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(createdMs)) {
+    return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {
     shard,
