@@ -1,6 +1,7 @@
 // The one typed configuration schema. Every setting: env var, default, doc line, parser.
 // process.env is read here and nowhere else.
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 
 type Parser<T> = (raw: string) => T;
 
@@ -65,6 +66,12 @@ const nonEmpty = (pattern?: RegExp, what?: string): Parser<string> => (raw) => {
 export const settings = {
   port: setting('PORT', '3000', 'HTTP port of `seckill serve`.', int(0, 65535)),
   host: setting('HOST', '127.0.0.1', 'Address `seckill serve` listens on.', nonEmpty()),
+  apiProcesses: setting(
+    'API_PROCESSES',
+    '1',
+    'HTTP processes `seckill serve` runs on PORT (node:cluster), each a whole instance; 0 = one per CPU core.',
+    (raw) => int(0, 256)(raw) || availableParallelism(),
+  ),
   redisUrl: setting('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis server (redis:// or rediss://).', url('redis:', 'rediss:')),
   databaseUrl: setting(
     'DATABASE_URL',

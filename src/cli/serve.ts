@@ -1,7 +1,10 @@
+import cluster from 'node:cluster';
 import { buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { createLogger } from '../logger.js';
+import { migrateDatabase } from './migrate.js';
+import { forkProcesses } from './processes.js';
 import { exitOnSignal } from './shutdown.js';
 
 export interface ServeOptions {
@@ -11,12 +14,15 @@ export interface ServeOptions {
 }
 
 /**
- * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker). SIGTERM/SIGINT stop
- * accepting, finish in-flight requests, then the batches in hand, and exit 0.
+ * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker), in API_PROCESSES
+ * processes sharing the port. SIGTERM/SIGINT stop accepting, finish in-flight requests, then the
+ * batches in hand, and exit 0.
  */
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
+  if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
-  const container = await createContainer(config, log, { migrate: options.migrate });
+  // Children of a supervisor: it has migrated already, once.
+  const container = await createContainer(config, log, { migrate: options.migrate && cluster.isPrimary });
   const app = await buildApp(container.appDeps);
   if (options.worker) await container.startWorkers();
   await app.listen({ port: config.port, host: config.host });
@@ -24,4 +30,24 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
     await app.close();
     await container.close();
   });
+}
+
+/** The supervisor: migrates, forks the HTTP processes, and stops them on SIGTERM/SIGINT. */
+async function supervise(config: Config, options: ServeOptions): Promise<void> {
+  const log = createLogger(config.logLevel);
+  if (options.migrate) {
+    const applied = await migrateDatabase(config);
+    if (applied.length) log.info({ applied }, 'migrations applied');
+  }
+  const processes = forkProcesses(config.apiProcesses, log);
+  log.info({ processes: config.apiProcesses, port: config.port }, 'HTTP processes started');
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    process.exit((await processes.stop()) ? 0 : 1);
+  };
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  void processes.failed.then(stop);
 }

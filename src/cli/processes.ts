@@ -1,0 +1,72 @@
+// Several HTTP processes on one port (node:cluster): one Node process answers on one core, so a
+// box with more cores runs more of them. Each is a whole instance — it leases its own worker id,
+// keeps its own sold-out flags (cleared by pub/sub like any other instance) and, unless
+// --no-worker, consumes the order streams as a consumer of its own.
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+
+/** A process that stops this soon after it started listening is failing, not crashing now and then. */
+const RESTART_DELAY_MS = 1_000;
+
+export interface Processes {
+  /** Process ids of the running children. */
+  pids(): number[];
+  /** Passes SIGTERM on, waits for every child; resolves true when all of them exited 0. */
+  stop(): Promise<boolean>;
+  /**
+   * Resolves false as soon as a child fails before it listened (bad configuration, port taken: all
+   * of them would), after which the others are stopped.
+   */
+  failed: Promise<false>;
+}
+
+/**
+ * Forks `count` children running this same command (`cluster.isWorker` tells them apart). A child
+ * that dies after it listened is replaced after a second; one that dies before is a start-up
+ * failure and stops them all.
+ */
+export function forkProcesses(count: number, log: Logger, env: Record<string, string> = {}): Processes {
+  const children = new Set<Worker>();
+  let stopping = false;
+  let fail: (value: false) => void;
+  const failed = new Promise<false>((resolve) => (fail = resolve));
+  const exitCodes: number[] = [];
+  let allExited: () => void;
+  const exited = new Promise<void>((resolve) => (allExited = resolve));
+
+  const start = () => {
+    const child = cluster.fork(env);
+    let listening = false;
+    children.add(child);
+    child.once('listening', () => (listening = true));
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      if (stopping) {
+        exitCodes.push(code ?? 1);
+        if (children.size === 0) allExited();
+        return;
+      }
+      if (!listening) {
+        log.error({ child: child.process.pid, code, signal }, 'an HTTP process failed to start; stopping the others');
+        exitCodes.push(code || 1);
+        fail(false);
+        return;
+      }
+      log.error({ child: child.process.pid, code, signal }, 'an HTTP process stopped unexpectedly; starting a new one');
+      setTimeout(() => stopping || start(), RESTART_DELAY_MS).unref();
+    });
+  };
+  for (let i = 0; i < count; i++) start();
+
+  return {
+    pids: () => [...children].flatMap((c) => (c.process.pid === undefined ? [] : [c.process.pid])),
+    failed,
+    async stop() {
+      stopping = true;
+      if (children.size === 0) allExited();
+      for (const child of children) child.process.kill('SIGTERM');
+      await exited;
+      return exitCodes.every((code) => code === 0);
+    },
+  };
+}
