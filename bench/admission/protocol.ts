@@ -16,9 +16,14 @@ export type Base = (typeof BASES)[number];
  *   keyed       every request carries its own Idempotency-Key, as careful clients send: on a
  *               sold-out voucher such a claim needs the caller's identity (a retry may be a replay),
  *               so it takes the full path (token check, validation) to the in-memory answer
+ *   cluster     the server in CLUSTER_PROCESSES processes sharing the port (node:cluster), as
+ *               `seckill serve` runs with API_PROCESSES=2; the only knob `bare` takes too
  */
-export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster'] as const;
 export type Knob = (typeof KNOBS)[number];
+
+/** Processes of a `+cluster` server: one per core of this 2-core machine. */
+export const CLUSTER_PROCESSES = 2;
 
 export interface Scenario {
   /** As given on the command line, e.g. "admission+worker". */
@@ -31,7 +36,7 @@ export function parseScenario(label: string): Scenario {
   const [base = '', ...knobs] = label.split('+');
   if (!(BASES as readonly string[]).includes(base)) throw new Error(`unknown scenario "${base}" (one of ${BASES.join(', ')})`);
   for (const k of knobs) if (!(KNOBS as readonly string[]).includes(k)) throw new Error(`unknown knob "${k}" (one of ${KNOBS.join(', ')})`);
-  if (knobs.length && base === 'bare') throw new Error('knobs apply to admission and soldout only');
+  if (base === 'bare' && knobs.some((k) => k !== 'cluster')) throw new Error('bare takes only the cluster knob');
   return { label, base: base as Base, knobs: knobs as Knob[] };
 }
 

@@ -2,18 +2,20 @@
 //   node --import tsx bench/admission/server.ts <scenario>    (started by run.ts, see protocol.ts)
 // Prints {"type":"ready",...}, then answers the commands read from stdin. On `stop`, when stdin
 // closes or on a signal, it removes what it created (its Redis keys and its database) and exits.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import cluster from 'node:cluster';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { forkProcesses, type Processes } from '../../src/cli/processes.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { createRedis } from '../../src/infra/redis/client.js';
 import { createLogger } from '../../src/logger.js';
-import { type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { CLUSTER_PROCESSES, type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
 const PROFILE_DIR = fileURLToPath(new URL('./profiles/', import.meta.url));
 /** No run sells this out (the API caps stock at 10,000,000). */
@@ -39,13 +41,13 @@ function bareTarget(): Target {
   return { app, path: '/api/vouchers/1/orders', stock: async () => null, cleanup: async () => {} };
 }
 
-/** The real application, wired as `seckill serve` wires it, with one open seckill voucher. */
-async function appTarget(scenario: Scenario): Promise<Target> {
+/** The configuration every process of the app target reads (the same in `+cluster` children). */
+function benchConfig(scenario: Scenario): Config {
   const env = process.env as Partial<ServerEnv>;
   if (!env.BENCH_NAME || !env.BENCH_JWT_SECRET || !env.BENCH_REDIS_URL || !env.BENCH_MYSQL_SERVER) {
     throw new Error('BENCH_* environment missing (start this through run.ts)');
   }
-  const config = loadConfig({
+  return loadConfig({
     REDIS_URL: env.BENCH_REDIS_URL,
     DATABASE_URL: `${env.BENCH_MYSQL_SERVER}/${env.BENCH_NAME}`,
     REDIS_PREFIX: env.BENCH_NAME,
@@ -53,6 +55,23 @@ async function appTarget(scenario: Scenario): Promise<Target> {
     LOG_LEVEL: 'silent',
     ...(scenario.knobs.includes('buckets') ? GENEROUS_BUCKETS : {}),
   });
+}
+
+/** The app as `seckill serve` builds it, with the scenario's knobs applied. */
+async function benchApp(c: Container, scenario: Scenario): Promise<FastifyInstance> {
+  let claims = c.appDeps.claims;
+  if (scenario.knobs.includes('stub-claim')) {
+    let n = 0;
+    claims = { ...claims, claimSeckill: async (claim) => ({ orderId: String(++n), quantity: claim.quantity, fresh: true }) };
+  }
+  const app = await buildApp({ ...c.appDeps, claims });
+  if (scenario.knobs.includes('worker')) await c.startPipeline();
+  return app;
+}
+
+/** The real application, wired as `seckill serve` wires it, with one open seckill voucher. */
+async function appTarget(scenario: Scenario): Promise<Target> {
+  const config = benchConfig(scenario);
   let c: Container | null = null;
   const cleanup = async () => {
     await c?.close();
@@ -72,13 +91,8 @@ async function appTarget(scenario: Scenario): Promise<Target> {
   };
   try {
     c = await createContainer(config, createLogger(config.logLevel), { migrate: true });
-    let claims = c.appDeps.claims;
-    if (scenario.knobs.includes('stub-claim')) {
-      let n = 0;
-      claims = { ...claims, claimSeckill: async (claim) => ({ orderId: String(++n), quantity: claim.quantity, fresh: true }) };
-    }
-    const app = await buildApp({ ...c.appDeps, claims });
-    if (scenario.knobs.includes('worker')) await c.startPipeline();
+    // With +cluster, this app only sets the voucher up; the children answer the load.
+    const app = scenario.knobs.includes('cluster') ? await buildApp(c.appDeps) : await benchApp(c, scenario);
 
     const bearer = async (userId: bigint, admin: boolean) => ({ authorization: `Bearer ${await c!.tokens.sign({ userId, admin }, 3600)}` });
     const created = await app.inject({
@@ -138,14 +152,75 @@ function profiler(label: string) {
   };
 }
 
+/** Where the load goes: the target's own app, or the children of a `+cluster` server. */
+interface Listener {
+  port: number;
+  /** CPU time (user + system, µs) of every process that answers. */
+  cpuUs(): number;
+  close(): Promise<void>;
+}
+
+const ownCpuUs = () => {
+  const cpu = process.cpuUsage();
+  return cpu.user + cpu.system;
+};
+
+/** utime + stime of a child from /proc (Linux; USER_HZ = 100). */
+function childCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function listenHere(app: FastifyInstance): Promise<Listener> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
+  return { port: address.port, cpuUs: ownCpuUs, close: () => app.close() };
+}
+
+/** CLUSTER_PROCESSES children (see `child`) listening on one port, as `seckill serve` forks them. */
+async function listenInChildren(): Promise<Listener> {
+  const processes: Processes = forkProcesses(CLUSTER_PROCESSES, createLogger('error'));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let listening = 0;
+      cluster.on('listening', (_worker, address) => ++listening === CLUSTER_PROCESSES && resolve(address.port));
+      void processes.failed.then(() => reject(new Error('a cluster child failed to start')));
+    });
+    return {
+      port,
+      cpuUs: () => processes.pids().reduce((sum, pid) => sum + childCpuUs(pid), ownCpuUs()),
+      close: async () => void (await processes.stop()),
+    };
+  } catch (err) {
+    await processes.stop();
+    throw err;
+  }
+}
+
+/** A `+cluster` child: the same app on the voucher its primary set up; stops on SIGTERM. */
+async function child(scenario: Scenario): Promise<void> {
+  let c: Container | null = null;
+  if (scenario.base !== 'bare') c = await createContainer(benchConfig(scenario), createLogger('silent'), { migrate: false });
+  const app = c ? await benchApp(c, scenario) : bareTarget().app;
+  process.once('SIGTERM', async () => {
+    await app.close();
+    await c?.close();
+    process.exit(0);
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+}
+
 async function main(): Promise<void> {
   const scenario = parseScenario(process.argv[2] ?? '');
   const target = scenario.base === 'bare' ? bareTarget() : await appTarget(scenario);
 
+  let listener: Listener | null = null;
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       try {
+        await listener?.close();
         await target.app.close();
         await target.cleanup();
         send({ type: 'stopped' });
@@ -161,23 +236,20 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void stop());
 
   try {
-    await target.app.listen({ port: 0, host: '127.0.0.1' });
+    listener = scenario.knobs.includes('cluster') ? await listenInChildren() : await listenHere(target.app);
   } catch (err) {
     await target.cleanup().catch(() => {});
     throw err;
   }
-  const address = target.app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
-  send({ type: 'ready', port: address.port, path: target.path, stock: await target.stock() });
+  send({ type: 'ready', port: listener.port, path: target.path, stock: await target.stock() });
 
   const prof = profiler(scenario.label);
   const handle = async (command: Command): Promise<ServerMessage | null> => {
     switch (command) {
-      case 'state': {
-        const cpu = process.cpuUsage();
-        return { type: 'state', stock: await target.stock(), cpuUs: cpu.user + cpu.system };
-      }
+      case 'state':
+        return { type: 'state', stock: await target.stock(), cpuUs: listener!.cpuUs() };
       case 'profile-start':
+        if (scenario.knobs.includes('cluster')) throw new Error('--profile covers one process: not with +cluster');
         await prof.start();
         return { type: 'profile', file: null };
       case 'profile-stop':
@@ -200,7 +272,15 @@ async function main(): Promise<void> {
   lines.on('close', () => void stop());
 }
 
-main().catch((err: Error) => {
-  send({ type: 'error', message: err.stack ?? err.message });
-  process.exit(1);
-});
+if (cluster.isWorker) {
+  // stdout carries the primary's protocol: a child reports on stderr.
+  child(parseScenario(process.argv[2] ?? '')).catch((err: Error) => {
+    console.error(err.stack ?? err.message);
+    process.exit(1);
+  });
+} else {
+  main().catch((err: Error) => {
+    send({ type: 'error', message: err.stack ?? err.message });
+    process.exit(1);
+  });
+}
