@@ -4,7 +4,8 @@ import { pino } from 'pino';
 import { createContainer } from '../src/container.js';
 import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type OrderEntry } from '../src/pipeline/entries.js';
-import { storeOrders } from '../src/pipeline/store-orders.js';
+import { addQuantitiesSql, insertOrdersSql, type OrderRow } from '../src/pipeline/bulk-sql.js';
+import { FailureReason, storeOrders } from '../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
 
@@ -84,6 +85,55 @@ describe('order pipeline', () => {
     } finally {
       await pipelineOff.close();
     }
+  });
+
+  it('when a batch is stored, then its rows hold exactly the entries (UTC times, database-time payment window, reasons verbatim)', async () => {
+    const v = await createVoucher(t, { stock: 5, perUserLimit: 2, paymentTimeoutSeconds: 120 });
+    const shard = t.c.keys.shardOf(BigInt(v.id));
+    const entry = (orderId: string, userId: string, quantity: number, createdMs: number) =>
+      parseEntry(shard, [`${createdMs}-0`, ['d', `${orderId}|${v.id}|${userId}|${quantity}|${createdMs}`]], 1) as OrderEntry;
+    const created = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
+    const before = Date.now();
+    await storeOrders(t.c.db, [entry('8100000001', '601', 2, created), entry('8100000002', '602', 1, created + 1)]);
+    const reason = `${FailureReason.POISON}: it's a "quoted" \\ reason; -- not SQL`;
+    await storeOrders(t.c.db, [entry('8100000003', '603', 1, created + 2)], { failAll: reason });
+    const rows = await t.c.db.selectFrom('orders').selectAll().where('voucher_id', '=', v.id).orderBy('id').execute();
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.user_id, r.quantity, r.status, r.failure_reason]),
+      [
+        ['8100000001', '601', 2, 'pending_payment', null],
+        ['8100000002', '602', 1, 'pending_payment', null],
+        ['8100000003', '603', 1, 'failed', reason],
+      ],
+    );
+    assert.equal(rows[0]!.created_at.getTime(), created);
+    assert.equal(rows[1]!.created_at.getTime(), created + 1);
+    assert.equal(rows[0]!.expires_at!.getTime(), rows[1]!.expires_at!.getTime(), 'one clock reading per batch');
+    assert.ok(Math.abs(rows[0]!.expires_at!.getTime() - (before + 120_000)) < 5_000, 'window counted from storage');
+    assert.equal(rows[2]!.expires_at, null);
+    const held = await t.c.db.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', v.id).orderBy('user_id').execute();
+    assert.deepEqual(held, [{ user_id: '601', quantity: 2 }, { user_id: '602', quantity: 1 }]);
+    const { stock } = await t.c.db.selectFrom('vouchers').select('stock').where('id', '=', v.id).executeTakeFirstOrThrow();
+    assert.equal(stock, 2);
+  });
+
+  it('the hand-built bulk statements refuse anything but integers and storable dates', () => {
+    const row: OrderRow = {
+      id: '1',
+      voucherId: 2n,
+      userId: '3',
+      quantity: 1,
+      status: 'pending_payment',
+      createdAt: new Date(0),
+      paymentTimeoutSeconds: 60,
+      failureReason: null,
+    };
+    assert.match(insertOrdersSql([row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL\)$/);
+    assert.throws(() => insertOrdersSql([{ ...row, id: '1 or 1=1' }], 0), TypeError);
+    assert.throws(() => insertOrdersSql([{ ...row, userId: '-3' }], 0), TypeError);
+    assert.throws(() => insertOrdersSql([{ ...row, quantity: 1.5 }], 0), TypeError);
+    assert.throws(() => insertOrdersSql([{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
+    assert.throws(() => addQuantitiesSql(2n, new Map([["3'", 1]])), TypeError);
   });
 
   it('when two workers race on one shard, then every order is stored once', async () => {

@@ -9,7 +9,8 @@
 // rest of the batch is not held back.
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
-import type { Database, StoredOrderStatus } from '../infra/db/types.js';
+import type { Database } from '../infra/db/types.js';
+import { addQuantitiesSql, insertOrdersSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from './entries.js';
 
 export const FailureReason = {
@@ -29,30 +30,18 @@ export type Settlement =
 
 const failed = (reason: string): Settlement => ({ kind: 'failed', reason, restoreStock: !reason.startsWith(FailureReason.SOLD_OUT) });
 
-interface OrderRow {
-  id: string;
-  voucher_id: string;
-  user_id: string;
-  quantity: number;
-  status: StoredOrderStatus;
-  created_at: Date;
-  failure_reason: string | null;
-  /** Payment window in seconds for a pending order, counted from the commit in database time. */
-  timeout: number | null;
-}
-
 /** The row of one order: pending with its payment window, or failed with its reason. */
 function orderRow(e: OrderEntry, outcome: { timeout: number } | { reason: string; createdAt?: Date }): OrderRow {
   const isFailed = 'reason' in outcome;
   return {
     id: e.orderId,
-    voucher_id: e.voucherId.toString(),
-    user_id: e.userId,
+    voucherId: e.voucherId,
+    userId: e.userId,
     quantity: e.quantity,
     status: isFailed ? 'failed' : 'pending_payment',
-    created_at: (isFailed && outcome.createdAt) || e.createdAt,
-    failure_reason: isFailed ? outcome.reason.slice(0, 255) : null,
-    timeout: isFailed ? null : outcome.timeout,
+    createdAt: (isFailed && outcome.createdAt) || e.createdAt,
+    paymentTimeoutSeconds: isFailed ? null : outcome.timeout,
+    failureReason: isFailed ? outcome.reason.slice(0, 255) : null,
   };
 }
 
@@ -135,11 +124,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
   if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${id}`);
 
-  await trx
-    .insertInto('user_quantities')
-    .values([...added].map(([user_id, quantity]) => ({ voucher_id: id, user_id, quantity })))
-    .onDuplicateKeyUpdate({ quantity: sql`quantity + values(quantity)` })
-    .execute();
+  await sql.raw(addQuantitiesSql(voucherId, added)).execute(trx);
 
   for (const e of accepted) {
     out.set(e.orderId, { kind: 'stored' });
@@ -152,14 +137,11 @@ async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
   // The payment window starts when the order becomes payable (stored), in database time: read
   // the clock once per batch rather than a SQL expression per row (cheaper to build and send).
   let now = 0;
-  if (rows.some((r) => r.timeout !== null)) {
+  if (rows.some((r) => r.paymentTimeoutSeconds !== null)) {
     const { rows: clock } = await sql<{ now: Date }>`select now(3) as now`.execute(trx);
     now = clock[0]!.now.getTime();
   }
-  await trx
-    .insertInto('orders')
-    .values(rows.map(({ timeout, ...r }) => ({ ...r, expires_at: timeout === null ? null : new Date(now + timeout * 1000) })))
-    .execute();
+  await sql.raw(insertOrdersSql(rows, now)).execute(trx);
 }
 
 export interface StoreOptions {
