@@ -27,23 +27,33 @@ function int(value: string | number | bigint): string {
   return text;
 }
 
+const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
+const DATETIME_END_MS = Date.UTC(10000, 0, 1);
+
 /** DATETIME(3) in UTC, the session's time zone (database.ts). Refuses what DATETIME cannot hold. */
 function datetime(ms: number): string {
-  const date = new Date(ms);
-  const year = date.getUTCFullYear();
-  if (!(year >= 1000 && year <= 9999)) throw new RangeError(`date out of DATETIME range: ${ms}`);
-  const iso = date.toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
+  if (!(ms >= DATETIME_MIN_MS && ms < DATETIME_END_MS)) throw new RangeError(`date out of DATETIME range: ${ms}`);
+  const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   return `'${iso.slice(0, 10)} ${iso.slice(11, 23)}'`;
+}
+
+/** datetime() remembering its last answer: neighbouring rows share creation milliseconds and expiry. */
+function lastDatetime(): (ms: number) => string {
+  let lastMs = NaN;
+  let last = '';
+  return (ms) => (ms === lastMs ? last : ((lastMs = ms), (last = datetime(ms))));
 }
 
 const text = (value: string | null): string => (value === null ? 'NULL' : escape(value));
 
 /** `nowMs`: the database's clock at storage, where pending orders' payment windows start. */
 export function insertOrdersSql(rows: OrderRow[], nowMs: number): string {
+  const created = lastDatetime();
+  const expires = lastDatetime();
   const values = rows.map(
     (r) =>
-      `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(r.status)},${datetime(r.createdAt.getTime())},` +
-      `${r.paymentTimeoutSeconds === null ? 'NULL' : datetime(nowMs + r.paymentTimeoutSeconds * 1000)},${text(r.failureReason)})`,
+      `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(r.status)},${created(r.createdAt.getTime())},` +
+      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(r.failureReason)})`,
   );
   return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason) values ${values.join(',')}`;
 }

@@ -191,8 +191,14 @@ class Lane {
       const outcome = decided.get(e.orderId);
       if (!outcome) continue; // not decided: stays pending
       const isFailed = outcome.kind === 'failed';
+      // Named fields, not a spread of the entry: one object shape, built 500 times per batch.
       const input: SettleInput = {
-        ...e,
+        shard: e.shard,
+        streamId: e.streamId,
+        orderId: e.orderId,
+        voucherId: e.voucherId,
+        userId: e.userId,
+        quantity: e.quantity,
         restoreStock: isFailed && outcome.restoreStock,
         restoreBuyer: isFailed,
         failureReason: isFailed ? outcome.reason : undefined,
