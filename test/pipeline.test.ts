@@ -230,6 +230,11 @@ describe('stream entries', () => {
     assert.deepEqual(parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123']], 1), expected);
   });
 
+  it('takes ids up to the largest signed 64-bit value, kept exact', () => {
+    const e = parseEntry(shard, ['5-1', ['d', '9223372036854775807|9223372036854775807|9223372036854775807|1|0']], 1) as OrderEntry;
+    assert.deepEqual([e.orderId, e.voucherId, e.userId], ['9223372036854775807', 9223372036854775807n, '9223372036854775807']);
+  });
+
   it('reads the five-field form of entries written before it (still in a stream at an upgrade)', () => {
     assert.deepEqual(parseEntry(shard, ['5-1', ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123']], 1), expected);
   });
@@ -241,6 +246,9 @@ describe('stream entries', () => {
       ['d', '81|7|9|0|1700000000123'],
       ['d', 'x|7|9|2|1700000000123'],
       ['d', '81|7|9|2|soon'],
+      ['d', '9223372036854775808|7|9|2|1700000000123'],
+      ['d', '81|7|09|2|1700000000123'],
+      ['d', '0|7|9|2|1700000000123'],
       ['o', '81', 'v', '7', 'u', '9', 'q', '2'],
       ['o', 'garbage'],
       [],

@@ -9,3 +9,12 @@ export function parseId(text: string): bigint | null {
   const id = BigInt(text);
   return id <= MAX_ID ? id : null;
 }
+
+const MAX_ID_TEXT = MAX_ID.toString();
+
+/** parseId's check without making a bigint: the text when it is such an id, else null. */
+export function idText(text: string): string | null {
+  if (!ID_RE.test(text)) return null;
+  // Same length: comparing the digits as text compares the numbers.
+  return text.length < MAX_ID_TEXT.length || text <= MAX_ID_TEXT ? text : null;
+}

@@ -1,6 +1,7 @@
-// The text of the pipeline's two bulk statements (one multi-row INSERT of orders and one upsert of
-// per-user quantities per batch), built by hand: on 500-row statements kysely's compile step plus
-// mysql2's client-side interpolation of thousands of parameters cost a fifth of the pipeline's CPU.
+// The text of the pipeline's bulk statements (per batch: one multi-row INSERT of orders; per
+// voucher in it: lock and upsert the buyers' quantity rows), built by hand: on 500-row statements
+// kysely's compile step plus mysql2's client-side interpolation of thousands of parameters cost a
+// fifth of the pipeline's CPU.
 // Safe because every value passes through one of the literal functions below, which accept only
 // integers, dates, and text escaped by the driver's own function. Everything else stays kysely.
 import { escape } from 'mysql2';
@@ -56,6 +57,11 @@ export function insertOrdersSql(rows: OrderRow[], nowMs: number): string {
       `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(r.failureReason)})`,
   );
   return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason) values ${values.join(',')}`;
+}
+
+/** Locks the voucher's quantity rows of these users (rows that do not exist yet are not returned). */
+export function lockQuantitiesSql(voucherId: bigint, userIds: string[]): string {
+  return `select user_id, quantity from user_quantities where voucher_id = ${int(voucherId)} and user_id in (${userIds.map(int).join(',')}) for update`;
 }
 
 /** Adds each user's quantity to what they hold of the voucher (a missing row counts as 0). */

@@ -1,7 +1,7 @@
 // Stream entries as written by lib/admission.lua (admit-9.lua, restock-7.lua) and requeue-2.lua:
 // one field d = "orderId|voucherId|userId|quantity|createdMs". Entries written before that format
 // (five fields o v u q t) may still be in a stream after an upgrade and are read as well.
-import { parseId } from '../ids/parse.js';
+import { idText, parseId } from '../ids/parse.js';
 import type { OrderRef } from '../infra/redis/scripts.js';
 
 export interface OrderEntry extends OrderRef {
@@ -28,9 +28,9 @@ function entryValues(fields: string[]): (string | undefined)[] {
 
 export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
   const values = entryValues(fields);
-  const orderId = parseId(values[0] ?? '');
+  const orderId = idText(values[0] ?? '');
   const voucherId = parseId(values[1] ?? '');
-  const userId = parseId(values[2] ?? '');
+  const userId = idText(values[2] ?? '');
   const quantity = Number(values[3]);
   const createdMs = Number(values[4]);
   if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(createdMs)) {
@@ -39,9 +39,9 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
   return {
     shard,
     streamId,
-    orderId: orderId.toString(),
+    orderId,
     voucherId,
-    userId: userId.toString(),
+    userId,
     quantity,
     createdAt: new Date(createdMs),
     deliveries,

@@ -10,7 +10,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
-import { addQuantitiesSql, insertOrdersSql, type OrderRow } from './bulk-sql.js';
+import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from './entries.js';
 
 export const FailureReason = {
@@ -85,17 +85,8 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   }
 
   const users = [...new Set(entries.map((e) => e.userId))].sort();
-  const held = new Map(
-    (
-      await trx
-        .selectFrom('user_quantities')
-        .select(['user_id', 'quantity'])
-        .where('voucher_id', '=', id)
-        .where('user_id', 'in', users)
-        .forUpdate()
-        .execute()
-    ).map((r) => [r.user_id, r.quantity]),
-  );
+  const { rows: heldRows } = await sql.raw<{ user_id: string; quantity: number }>(lockQuantitiesSql(voucherId, users)).execute(trx);
+  const held = new Map(heldRows.map((r) => [r.user_id, r.quantity]));
 
   let stockLeft = voucher.stock;
   const added = new Map<string, number>();
