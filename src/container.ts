@@ -33,6 +33,7 @@ import { createOrderEvents, type OrderEvents } from './orders/events.js';
 import { getOrderUseCase } from './orders/get-order.js';
 import { listOrdersUseCase } from './orders/list-orders.js';
 import { createOrderRepository } from './orders/repository.js';
+import { batchAdmissions } from './seckill/admission-batch.js';
 import { claimSeckillUseCase } from './seckill/claim.js';
 import { createInflightReader, type InflightReader } from './seckill/inflight.js';
 import { OrderPipeline } from './pipeline/consumer.js';
@@ -136,10 +137,9 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
         claimSeckill: claimSeckillUseCase({
           ids,
-          scripts,
+          admit: batchAdmissions(scripts, limits),
           redisState,
           soldOut,
-          limits,
           onOutcome: metrics.countClaim,
         }),
         claimInSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createKeySpace } from '../src/infra/redis/keys.js';
-import { AdmitCode, createScripts, type Scripts } from '../src/infra/redis/scripts.js';
+import { type AdmitClaim, AdmitCode, type ClaimRateLimits, createScripts, MAX_ADMIT_BATCH, NO_RATE_LIMITS, type Scripts } from '../src/infra/redis/scripts.js';
+import { batchAdmissions } from '../src/seckill/admission-batch.js';
 import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
 import { type PrivateRedis, startPrivateRedis } from './private-redis.js';
 
@@ -115,7 +116,105 @@ describe('admit script', () => {
     assert.equal(created, false);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '4');
   });
+});
 
+describe('admit script, several claims in one call', () => {
+  const claim = (userId: bigint, quantity = 1, idempotencyKey?: string) => ({ userId, orderId: nextOrder++, quantity, idempotencyKey });
+
+  it('when a batch holds more claims than units, then they are decided in order as if one by one: repeats, replays and the sold-out tail included', async () => {
+    const v = await voucher(3, 1);
+    const results = await scripts.admitMany(v, [
+      claim(1n, 1, 'k'),
+      claim(1n, 1, 'k'), // the same request again: the same order
+      claim(1n), // the same buyer, another request: over the limit
+      claim(2n, 2), // more than the limit
+      claim(3n),
+      claim(4n),
+      claim(5n), // nothing left
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.code),
+      [AdmitCode.ADMITTED, AdmitCode.REPLAYED, AdmitCode.LIMIT_EXCEEDED, AdmitCode.LIMIT_EXCEEDED, AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.SOLD_OUT],
+    );
+    assert.equal(results[1]!.orderId, results[0]!.orderId);
+    assert.ok(results[6]!.closedAtVersion, 'the last claim learns that nobody can buy any more');
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '0');
+    assert.equal(await redis.hget(keys.voucher(v), 'inflight'), '3');
+    assert.deepEqual(await redis.hgetall(keys.buyers(v)), { '1': '1', '3': '1', '4': '1' });
+    const admitted = results.filter((r) => r.code === AdmitCode.ADMITTED).map((r) => r.orderId);
+    const records = await redis.hmget(keys.inflight(keys.shardOf(v)), ...admitted);
+    assert.ok(records.every((r) => r !== null), 'each admitted order has its in-flight record');
+  });
+
+  it('when sold-out claims of one batch join the waitlist, then they keep their order in the batch', async () => {
+    const v = await voucher(1, 1, [-60_000, 60_000], 10);
+    const users = [9n, 3n, 7n, 1n, 5n]; // not in id order: the list must follow arrival
+    await scripts.admitMany(v, [claim(100n), ...users.map((u) => claim(u))]);
+    assert.deepEqual(await redis.zrange(keys.waitlist(v), '0', '-1'), users.map((u) => u.toString()));
+  });
+
+  it('when the user bucket is on, then each claim of a batch takes a token from its own buyer', async () => {
+    const v = await voucher(10, 5);
+    const limits = { voucher: { rate: 0, burst: 0 }, user: { rate: 1, burst: 1 } };
+    const results = await scripts.admitMany(v, [claim(1n), claim(2n), claim(1n)], limits);
+    assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.RATE_LIMITED]);
+    assert.ok(results[2]!.retryAfterMs! > 0);
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '8');
+  });
+
+  it('answers MISSING for every claim of a batch on a voucher without state, and refuses an empty or oversized batch', async () => {
+    const results = await scripts.admitMany(999_998n, [claim(1n), claim(2n)]);
+    assert.deepEqual(results.map((r) => r.code), [AdmitCode.MISSING, AdmitCode.MISSING]);
+    await assert.rejects(scripts.admitMany(999_998n, []), RangeError);
+    await assert.rejects(scripts.admitMany(999_998n, Array.from({ length: MAX_ADMIT_BATCH + 1 }, () => claim(1n))), RangeError);
+  });
+});
+
+describe('claims batched per voucher and event-loop turn', () => {
+  /** The real scripts, counting the calls that reach Redis. */
+  function countingScripts() {
+    const calls: { voucherId: bigint; claims: number }[] = [];
+    const counted = {
+      admitMany: (voucherId: bigint, claims: AdmitClaim[], limits?: ClaimRateLimits) => {
+        calls.push({ voucherId, claims: claims.length });
+        return scripts.admitMany(voucherId, claims, limits);
+      },
+    };
+    return { calls, admit: batchAdmissions(counted, NO_RATE_LIMITS) };
+  }
+
+  it('when claims on two vouchers arrive together, then each voucher gets one call and each caller its own answer', async () => {
+    const a = await voucher(2, 1);
+    const b = await voucher(100, 1);
+    const { calls, admit } = countingScripts();
+    const onA = [1n, 2n, 3n].map((u) => admit(a, { userId: u, orderId: nextOrder++, quantity: 1 }));
+    const onB = Array.from({ length: MAX_ADMIT_BATCH + 6 }, (_, i) => admit(b, { userId: BigInt(i + 1), orderId: nextOrder++, quantity: 1 }));
+    const resultsA = await Promise.all(onA);
+    const resultsB = await Promise.all(onB);
+    assert.deepEqual(resultsA.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.SOLD_OUT]);
+    assert.ok(resultsB.every((r) => r.code === AdmitCode.ADMITTED));
+    assert.equal(new Set(resultsB.map((r) => r.orderId)).size, resultsB.length);
+    assert.deepEqual(calls, [
+      { voucherId: a, claims: 3 },
+      { voucherId: b, claims: MAX_ADMIT_BATCH },
+      { voucherId: b, claims: 6 },
+    ]);
+    assert.equal(await redis.hget(keys.voucher(b), 'stock'), String(100 - MAX_ADMIT_BATCH - 6));
+  });
+
+  it('when the call fails, then every claim of its batch fails with the error, and the next turn starts afresh', async () => {
+    let fail = true;
+    const admit = batchAdmissions(
+      { admitMany: (v, c, l) => (fail ? Promise.reject(new Error('connection lost')) : scripts.admitMany(v, c, l)) },
+      NO_RATE_LIMITS,
+    );
+    const v = await voucher(5);
+    const failed = await Promise.allSettled([1n, 2n].map((u) => admit(v, { userId: u, orderId: nextOrder++, quantity: 1 })));
+    assert.deepEqual(failed.map((r) => r.status), ['rejected', 'rejected']);
+    fail = false;
+    assert.equal((await admit(v, { userId: 1n, orderId: nextOrder++, quantity: 1 })).code, AdmitCode.ADMITTED);
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '4');
+  });
 });
 
 describe('waitlist and restock scripts', () => {

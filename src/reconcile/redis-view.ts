@@ -24,7 +24,7 @@ export interface Correction {
   buyers: Map<string, number>;
 }
 
-/** The in-flight record as admit-9.lua writes it (parsed by seckill/inflight.ts). */
+/** The in-flight record as admit-n.lua writes it (parsed by seckill/inflight.ts). */
 const record = (o: InflightOrder) => `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}`;
 
 export interface ReconcileScripts {

@@ -5,10 +5,11 @@
 // answers come from memory, see protection/sold-out-cache.ts).
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
-import { AdmitCode, type AdmitResult, type ClaimRateLimits, type Scripts } from '../infra/redis/scripts.js';
+import { AdmitCode, type AdmitResult } from '../infra/redis/scripts.js';
 import { rateLimited } from '../protection/rate-limits.js';
 import type { SoldOutCache } from '../protection/sold-out-cache.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
+import type { AdmitOne } from './admission-batch.js';
 import type { Voucher } from '../vouchers/voucher.js';
 
 export interface SeckillClaim {
@@ -27,10 +28,10 @@ export interface Admission {
 
 export interface ClaimSeckillDeps {
   ids: IdGenerator;
-  scripts: Scripts;
+  /** The admit script, with the rate limits, batched per voucher (admission-batch.ts). */
+  admit: AdmitOne;
   redisState: VoucherRedisState;
   soldOut: SoldOutCache;
-  limits: ClaimRateLimits;
   onOutcome?: (outcome: string) => void;
 }
 
@@ -78,26 +79,19 @@ function toAdmission(result: AdmitResult, claim: SeckillClaim): Admission {
   }
 }
 
-export function claimSeckillUseCase({ ids, scripts, redisState, soldOut, limits, onOutcome }: ClaimSeckillDeps) {
+export function claimSeckillUseCase({ ids, admit, redisState, soldOut, onOutcome }: ClaimSeckillDeps) {
   return async function claimSeckill(claim: SeckillClaim): Promise<Admission> {
     const cached = soldOut.answer(claim.voucher, claim.userId, claim.idempotencyKey !== undefined);
     if (cached) {
       onOutcome?.('sold_out_cached');
       throw soldOutError(cached.waitlisted);
     }
-    const input = {
-      voucherId: claim.voucher.id,
-      userId: claim.userId,
-      orderId: ids.next(),
-      quantity: claim.quantity,
-      idempotencyKey: claim.idempotencyKey,
-      limits,
-    };
+    const input = { userId: claim.userId, orderId: ids.next(), quantity: claim.quantity, idempotencyKey: claim.idempotencyKey };
     const askedAt = soldOut.stamp();
-    let result = await scripts.admit(input);
+    let result = await admit(claim.voucher.id, input);
     if (result.code === AdmitCode.MISSING) {
       await redisState.rewarm(claim.voucher);
-      result = await scripts.admit(input);
+      result = await admit(claim.voucher.id, input);
     }
     if (result.closedAtVersion !== undefined) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);
     onOutcome?.(OUTCOME[result.code]);

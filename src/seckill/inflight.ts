@@ -12,7 +12,7 @@ export interface InflightOrder {
   streamId: string;
 }
 
-/** Parses the record written by admit-9.lua (or restock-7.lua, for a waitlist promotion): "voucherId|userId|quantity|createdMs|streamId". */
+/** Parses the record written by admit-n.lua (or restock-7.lua, for a waitlist promotion): "voucherId|userId|quantity|createdMs|streamId". */
 export function parseInflight(orderId: string, record: string): InflightOrder {
   const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
   return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId };

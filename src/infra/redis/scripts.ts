@@ -12,6 +12,11 @@ const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 
 export type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
 
+/** The ioredis command of the script `name`. */
+const commandOf = (name: string) => `sk_${name}`;
+/** Script commands whose callers batch already (client.ts leaves them out of auto-pipelining). */
+export const SELF_BATCHED_COMMANDS = [commandOf('admit')] as const;
+
 /**
  * Registers every script of ./lua on the connection (idempotent per connection) and returns a
  * call per script name. Typed wrappers live beside their feature (this file, reconcile/).
@@ -22,7 +27,7 @@ export function defineAll(redis: Redis): Record<string, ScriptCall> {
     const match = /^([a-z]+)-(\d+|n)\.lua$/.exec(file);
     if (!match) continue;
     const [, name, keys] = match as unknown as [string, string, string];
-    const command = `sk_${name}`;
+    const command = commandOf(name);
     if (!(command in redis)) {
       const lua = readFileSync(LUA_DIR + file, 'utf8').replace(/^--! include (\S+)$/gm, (_, lib: string) => readFileSync(LUA_DIR + lib, 'utf8'));
       redis.defineCommand(command, keys === 'n' ? { lua } : { numberOfKeys: Number(keys), lua });
@@ -59,15 +64,22 @@ export interface ClaimRateLimits {
 
 export const NO_RATE_LIMITS: ClaimRateLimits = { voucher: { rate: 0, burst: 0 }, user: { rate: 0, burst: 0 } };
 
-export interface AdmitInput {
-  voucherId: bigint;
+/** One buyer's claim on a voucher, with the id its order gets if admitted. */
+export interface AdmitClaim {
   userId: bigint;
   orderId: bigint;
   quantity: number;
   idempotencyKey?: string;
+}
+
+export interface AdmitInput extends AdmitClaim {
+  voucherId: bigint;
   /** Token buckets taken before any other check; none when absent. */
   limits?: ClaimRateLimits;
 }
+
+/** Most claims in one admit call: it runs in Redis for ~15 µs per claim and nothing else runs meanwhile. */
+export const MAX_ADMIT_BATCH = 64;
 
 export interface AdmitResult {
   code: AdmitCode;
@@ -148,6 +160,11 @@ export const DEAD_LETTER_MAX_LEN = 100_000;
 
 export interface Scripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
+  /**
+   * Claims on one voucher (at most MAX_ADMIT_BATCH) in one atomic call, decided in order as if one
+   * after the other: a result per claim.
+   */
+  admitMany(voucherId: bigint, claims: AdmitClaim[], limits?: ClaimRateLimits): Promise<AdmitResult[]>;
   /** Takes a token from a claim's voucher and user buckets: 0, or the ms to wait (nothing taken). */
   takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
   /** Users with idempotency records and waiting users of a voucher, unless more than `max`. */
@@ -169,6 +186,17 @@ export interface Scripts {
 const ADMIT_KEYS_CACHED = 10_000;
 
 const limitArgs = ({ voucher, user }: ClaimRateLimits) => [voucher.rate, voucher.burst, user.rate, user.burst];
+
+/** Claim `at`'s result in admit-n.lua's answer (six values per claim). */
+function admitResult(flat: (string | number)[], at: number): AdmitResult {
+  const code = flat[at] as AdmitCode;
+  const orderId = String(flat[at + 1]);
+  const quantity = Number(flat[at + 2]);
+  if (code === AdmitCode.RATE_LIMITED) return { code, orderId, quantity: 0, waitlisted: false, retryAfterMs: quantity };
+  const result: AdmitResult = { code, orderId, quantity, waitlisted: flat[at + 3] === 1 };
+  if (flat[at + 4] === 1) result.closedAtVersion = String(flat[at + 5]);
+  return result;
+}
 
 export function createScripts(redis: Redis, keys: KeySpace): Scripts {
   const call = defineAll(redis);
@@ -196,24 +224,21 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
     }
     return k;
   };
+  const admitMany: Scripts['admitMany'] = async (voucherId, claims, { voucher, user } = NO_RATE_LIMITS) => {
+    if (claims.length === 0 || claims.length > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claims.length}`);
+    const k = keysForAdmit(voucherId);
+    const args: (string | number)[] = [k.keys.length + claims.length, ...k.keys];
+    for (const c of claims) args.push(keys.userBucket(voucherId, c.userId));
+    args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst);
+    for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
+    const flat = (await call.admit!(...args)) as (string | number)[];
+    return claims.map((_, i) => admitResult(flat, i * 6));
+  };
   return {
-    async admit({ voucherId, userId, orderId, quantity, idempotencyKey, limits = NO_RATE_LIMITS }) {
-      const k = keysForAdmit(voucherId);
-      const [code, id, q, waitlisted, closed, version] = (await call.admit!(
-        ...k.keys,
-        keys.userBucket(voucherId, userId),
-        k.id,
-        userId.toString(),
-        orderId.toString(),
-        quantity,
-        idempotencyKey ?? '',
-        ...limitArgs(limits),
-      )) as [number, string, number, number, number?, string?];
-      if (code === AdmitCode.RATE_LIMITED) return { code, orderId: id, quantity: 0, waitlisted: false, retryAfterMs: q };
-      const result: AdmitResult = { code: code as AdmitCode, orderId: id, quantity: q, waitlisted: waitlisted === 1 };
-      if (closed === 1) result.closedAtVersion = version;
-      return result;
+    async admit({ voucherId, limits, ...claim }) {
+      return (await admitMany(voucherId, [claim], limits))[0]!;
     },
+    admitMany,
     async takeTokens(voucherId, userId, limits) {
       return Number(await call.bucket!(keys.voucherBucket(voucherId), keys.userBucket(voucherId, userId), ...limitArgs(limits)));
     },

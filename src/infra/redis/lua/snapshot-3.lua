@@ -4,7 +4,7 @@
 -- KEYS[1] voucher hash  KEYS[2] idempotency hash ("userId:key" -> ...)  KEYS[3] waitlist zset
 -- ARGV[1] most users to return (bounds the time Redis spends here)
 -- Returns {version, n, n userIds with idempotency records..., waiting userIds...}, or {version, -1}
--- when the lists are longer than ARGV[1]. The version, "gen.seen" as admit-9.lua answers it, is
+-- when the lists are longer than ARGV[1]. The version, "gen.seen" as admit-n.lua answers it, is
 -- read atomically with the lists: `gen` changes when the state is rebuilt, `seen` whenever admit
 -- adds a user to either list. (Restock only takes users off the waitlist, after which it is not
 -- full, so no sold-out flag stands until an enrolment has moved the version again.)

@@ -1,0 +1,103 @@
+-- admit: atomically admit (or reject) each of a batch of seckill claims on ONE voucher, in order,
+-- and hand every admitted one to the shard's order stream. A batch is what one API process
+-- received for the voucher in one turn of its event loop; each claim sees the effects of the ones
+-- before it, exactly as if each had been a call of its own.
+-- KEYS[1] voucher hash   {stock, begin, end, limit, inflight, expire, waitcap, gen, seen}; `seen` is
+--                        bumped here whenever a user gains an idempotency record or a waitlist place
+-- KEYS[2] buyers hash    userId -> units held
+-- KEYS[3] idempotency    "userId:key" -> "orderId:quantity"
+-- KEYS[4] in-flight hash (shard) orderId -> "voucherId|userId|quantity|createdMs|streamId"
+-- KEYS[5] order stream (shard)
+-- KEYS[6] waitlist zset  userId scored by enrolment time (µs)
+-- KEYS[7] waitlist hash  userId -> quantity wanted
+-- KEYS[8] voucher token bucket  KEYS[8 + i] the token bucket of claim i's user (lib/bucket.lua)
+-- ARGV[1] voucherId
+-- ARGV[2] voucher rate (tokens/s; 0: off)  ARGV[3] voucher burst  ARGV[4] user rate  ARGV[5] user burst
+-- then per claim i (1-based), from ARGV[2 + 4i]: userId, orderId (new), quantity, idempotency key or ""
+-- Returns six values per claim, {code, orderId, quantity, waitlisted, closed, version}:
+--   0 ADMITTED · 1 REPLAYED (same idempotency key: earlier orderId, no new unit)
+--   2 MISSING (voucher state not in Redis: warm it, then retry) · 3 NOT_STARTED · 4 ENDED
+--   5 LIMIT_EXCEEDED · 6 SOLD_OUT (waitlisted 1 when the user is on the waitlist; closed 1 when no
+--   unit is left for anyone and no place on the waitlist either; version "gen.seen") ·
+--   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again)
+-- closed and version are 0 and "" unless SOLD_OUT.
+-- Checks come first and writes last: a rejected claim never changes stock. A claim that reaches
+-- the checks has taken a token from each enabled bucket.
+--! include lib/admission.lua
+--! include lib/bucket.lua
+local voucherId = ARGV[1]
+local vRate, vBurst, uRate, uBurst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local claims = #KEYS - 8
+local out = {}
+
+local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen')
+if v[1] == false then
+  for i = 1, claims do
+    out[#out + 1] = 2; out[#out + 1] = ''; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = ''
+  end
+  return out
+end
+local stock = tonumber(v[1])
+local cap = tonumber(v[6] or '0')
+local now, nowMicros = sk_now()
+
+-- SOLD_OUT, telling API processes whether nobody at all can get a unit or a waitlist place now,
+-- and which users may hear something else (the version of snapshot-3.lua's answer).
+local function soldOut(waitlisted, waitlistFull)
+  local closed = 0
+  if stock < 1 and waitlistFull then closed = 1 end
+  return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. (v[8] or '0')
+end
+
+-- One claim; returns its six values. `order` (0-based) keeps waitlist enrolment FIFO within a batch.
+local function claim(i, order)
+  local base = 2 + 4 * i
+  local userId, orderId, quantity, idemKey = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
+
+  local wait = sk_take_tokens({{key = KEYS[8], rate = vRate, burst = vBurst}, {key = KEYS[8 + i], rate = uRate, burst = uBurst}}, now)
+  if wait > 0 then return 8, '', wait, 0, 0, '' end
+
+  local idemField = userId .. ':' .. idemKey
+  if idemKey ~= '' then
+    local earlier = redis.call('HGET', KEYS[3], idemField)
+    if earlier then
+      local sep = string.find(earlier, ':', 1, true)
+      local earlierQuantity = tonumber(string.sub(earlier, sep + 1))
+      if earlierQuantity ~= quantity then return 7, string.sub(earlier, 1, sep - 1), earlierQuantity, 0, 0, '' end
+      return 1, string.sub(earlier, 1, sep - 1), earlierQuantity, 0, 0, ''
+    end
+  end
+
+  local held = tonumber(redis.call('HGET', KEYS[2], userId) or '0')
+  local code = sk_check(stock, v, held, quantity, now)
+  if code == 6 then
+    -- Sold out: enrol the user on the waitlist once (FIFO by enrolment time), while there is room.
+    if cap == 0 then return soldOut(0, true) end
+    local waiting = redis.call('ZCARD', KEYS[6])
+    if redis.call('ZSCORE', KEYS[6], userId) then return soldOut(1, waiting >= cap) end
+    if waiting >= cap then return soldOut(0, true) end
+    redis.call('ZADD', KEYS[6], tonumber(nowMicros) + order, userId)
+    redis.call('HSET', KEYS[7], userId, quantity)
+    v[8] = redis.call('HINCRBY', KEYS[1], 'seen', 1)
+    redis.call('EXPIREAT', KEYS[6], v[5])
+    redis.call('EXPIREAT', KEYS[7], v[5])
+    return soldOut(1, waiting + 1 >= cap)
+  end
+  if code ~= 0 then return code, '', 0, 0, 0, '' end
+
+  sk_admit(KEYS[1], KEYS[2], KEYS[4], KEYS[5], voucherId, userId, orderId, quantity, now, v[5])
+  stock = stock - quantity
+  if idemKey ~= '' then
+    redis.call('HSET', KEYS[3], idemField, orderId .. ':' .. quantity)
+    redis.call('EXPIREAT', KEYS[3], v[5])
+    v[8] = redis.call('HINCRBY', KEYS[1], 'seen', 1)
+  end
+  return 0, orderId, quantity, 0, 0, ''
+end
+
+for i = 1, claims do
+  local code, orderId, quantity, waitlisted, closed, version = claim(i, i - 1)
+  out[#out + 1] = code; out[#out + 1] = orderId; out[#out + 1] = quantity
+  out[#out + 1] = waitlisted; out[#out + 1] = closed; out[#out + 1] = version
+end
+return out
