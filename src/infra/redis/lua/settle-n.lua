@@ -10,25 +10,29 @@
 -- compensation happen once; only the call that acknowledges an entry copies it to dead letters
 -- (and counts it in the voucher's `dead` field).
 local result = {}
+local settledPerVoucher = {}
+local storedIds = {}
 for i = 3, #ARGV, 8 do
   local streamId, orderId, userId = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local quantity = tonumber(ARGV[i + 3])
   local reason = ARGV[i + 6]
-  local voucherKey = KEYS[tonumber(ARGV[i + 7])]
-  local buyersKey = KEYS[tonumber(ARGV[i + 7]) + 1]
+  local voucherIndex = tonumber(ARGV[i + 7])
+  local voucherKey = KEYS[voucherIndex]
   local settled = 0
   if redis.call('HDEL', KEYS[2], orderId) == 1 then
     settled = 1
+    settledPerVoucher[voucherIndex] = (settledPerVoucher[voucherIndex] or 0) + 1
     -- A missing voucher hash is rebuilt from the database later; never create a partial one here.
-    if redis.call('EXISTS', voucherKey) == 1 then
-      redis.call('HINCRBY', voucherKey, 'inflight', -1)
+    if (ARGV[i + 4] == '1' or ARGV[i + 5] == '1') and redis.call('EXISTS', voucherKey) == 1 then
       if ARGV[i + 4] == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
-      if ARGV[i + 5] == '1' and redis.call('HINCRBY', buyersKey, userId, -quantity) <= 0 then
-        redis.call('HDEL', buyersKey, userId)
+      if ARGV[i + 5] == '1' and redis.call('HINCRBY', KEYS[voucherIndex + 1], userId, -quantity) <= 0 then
+        redis.call('HDEL', KEYS[voucherIndex + 1], userId)
       end
     end
   end
-  if redis.call('XACK', KEYS[1], ARGV[1], streamId) == 1 and reason ~= '' then
+  if reason == '' then
+    storedIds[#storedIds + 1] = streamId
+  elseif redis.call('XACK', KEYS[1], ARGV[1], streamId) == 1 then
     local entry = redis.call('XRANGE', KEYS[1], streamId, streamId)
     local fields = {}
     if entry[1] then fields = entry[1][2] end
@@ -36,5 +40,12 @@ for i = 3, #ARGV, 8 do
     if redis.call('EXISTS', voucherKey) == 1 then redis.call('HINCRBY', voucherKey, 'dead', 1) end
   end
   result[#result + 1] = settled
+end
+-- Per voucher and per batch rather than per order: the same effect with far fewer commands.
+for voucherIndex, count in pairs(settledPerVoucher) do
+  if redis.call('EXISTS', KEYS[voucherIndex]) == 1 then redis.call('HINCRBY', KEYS[voucherIndex], 'inflight', -count) end
+end
+for i = 1, #storedIds, 1000 do
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(storedIds, i, math.min(i + 999, #storedIds)))
 end
 return result
