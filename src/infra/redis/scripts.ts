@@ -227,8 +227,9 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
   const admitMany: Scripts['admitMany'] = async (voucherId, claims, { voucher, user } = NO_RATE_LIMITS) => {
     if (claims.length === 0 || claims.length > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claims.length}`);
     const k = keysForAdmit(voucherId);
-    const args: (string | number)[] = [k.keys.length + claims.length, ...k.keys];
-    for (const c of claims) args.push(keys.userBucket(voucherId, c.userId));
+    // A user bucket's key only while the user bucket is on: otherwise it is most of the call's bytes.
+    const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId)) : [];
+    const args: (string | number)[] = [k.keys.length + userBuckets.length, ...k.keys, ...userBuckets];
     args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst);
     for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
     const flat = (await call.admit!(...args)) as (string | number)[];

@@ -10,7 +10,8 @@
 -- KEYS[5] order stream (shard)
 -- KEYS[6] waitlist zset  userId scored by enrolment time (µs)
 -- KEYS[7] waitlist hash  userId -> quantity wanted
--- KEYS[8] voucher token bucket  KEYS[8 + i] the token bucket of claim i's user (lib/bucket.lua)
+-- KEYS[8] voucher token bucket  KEYS[8 + i] the token bucket of claim i's user (lib/bucket.lua),
+--         given only while the user bucket is on (ARGV[4] > 0): they are most of a call's bytes
 -- ARGV[1] voucherId
 -- ARGV[2] voucher rate (tokens/s; 0: off)  ARGV[3] voucher burst  ARGV[4] user rate  ARGV[5] user burst
 -- then per claim i (1-based), from ARGV[2 + 4i]: userId, orderId (new), quantity, idempotency key or ""
@@ -27,7 +28,7 @@
 --! include lib/bucket.lua
 local voucherId = ARGV[1]
 local vRate, vBurst, uRate, uBurst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local claims = #KEYS - 8
+local claims = (#ARGV - 5) / 4
 local out = {}
 
 local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen')
