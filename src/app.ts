@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import type { App } from './http.js';
@@ -24,7 +24,7 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 export interface AppDeps {
   logger: Logger;
   guards: Guards;
-  metrics: Registry;
+  metrics: MetricsSource;
   /** Counts every error answer by its code (429s, 503s and 403s of the protections included). */
   countError(code: string): void;
   /** Resolves when Redis and the database answer; rejects otherwise. */

@@ -72,10 +72,16 @@ describe('seckill serve with API_PROCESSES=2', () => {
       });
       assert.equal(created.status, 201);
       const voucher = String(created.body.id);
+      // A connection per buyer: the supervisor hands connections to the processes in turn.
       const claims = await Promise.all(
-        Array.from({ length: 30 }, async (_, i) =>
-          client.request('POST', `/api/vouchers/${voucher}/orders`, { token: await tokens.sign({ userId: BigInt(100 + i), admin: false }, 60), body: {} }),
-        ),
+        Array.from({ length: 30 }, async (_, i) => {
+          const buyer = new JsonClient(first!.address, 1);
+          try {
+            return await buyer.request('POST', `/api/vouchers/${voucher}/orders`, { token: await tokens.sign({ userId: BigInt(100 + i), admin: false }, 60), body: {} });
+          } finally {
+            buyer.close();
+          }
+        }),
       );
       const admitted = claims.filter((r) => r.status === 202).map((r) => BigInt(String(r.body.orderId)));
       assert.equal(admitted.length, 20, 'every unit sold once');
@@ -83,6 +89,10 @@ describe('seckill serve with API_PROCESSES=2', () => {
       assert.equal(new Set(admitted).size, 20);
       // Each process leased an id-generator worker id of its own: both answered claims.
       assert.equal(new Set(admitted.map((id) => decodeId(id).workerId)).size, 2, 'claims answered by both processes');
+      // Whichever process a scrape reaches, /metrics counts the claims of both.
+      const metrics = await fetch(`${first!.address}/metrics`).then((r) => r.text());
+      assert.match(metrics, /^seckill_claims_total\{outcome="admitted"\} 20$/m);
+      assert.match(metrics, /^seckill_claims_total\{outcome="sold_out"\} 10$/m);
 
       process.kill(first!.pid, 'SIGKILL');
       await waitFor('a replacement process', () => serve.listening.length === 3, 60_000);

@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import { buildApp } from '../app.js';
+import { clusterWideMetrics, serveClusterMetrics } from '../cluster-metrics.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { createLogger } from '../logger.js';
@@ -23,7 +24,9 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
   const log = createLogger(config.logLevel);
   // Children of a supervisor: it has migrated already, once.
   const container = await createContainer(config, log, { migrate: options.migrate && cluster.isPrimary });
-  const app = await buildApp(container.appDeps);
+  // One process of several: /metrics answers for all of them.
+  const metrics = cluster.isWorker ? clusterWideMetrics(container.metrics.registry) : container.appDeps.metrics;
+  const app = await buildApp({ ...container.appDeps, metrics });
   if (options.worker) await container.startWorkers();
   await app.listen({ port: config.port, host: config.host });
   exitOnSignal(log, async () => {
@@ -39,6 +42,7 @@ async function supervise(config: Config, options: ServeOptions): Promise<void> {
     const applied = await migrateDatabase(config);
     if (applied.length) log.info({ applied }, 'migrations applied');
   }
+  serveClusterMetrics();
   const processes = forkProcesses(config.apiProcesses, log);
   log.info({ processes: config.apiProcesses, port: config.port }, 'HTTP processes started');
   let stopping = false;
