@@ -1,5 +1,6 @@
 // Use case: a buyer claims units of a seckill voucher. One Lua script takes the rate-limit tokens,
-// decides atomically and, when it admits, appends the order to the shard's stream; the database
+// decides atomically and, when it admits, appends the order to the shard's stream (claims arriving
+// together share one call: admission-batch.ts); the database
 // sees the order later, in a batch (the order pipeline). Database load is bounded by winners, not
 // by requests; once nothing is left, Redis load is not bounded by requests either (sold-out
 // answers come from memory, see protection/sold-out-cache.ts).
@@ -9,8 +10,8 @@ import { AdmitCode, type AdmitResult } from '../infra/redis/scripts.js';
 import { rateLimited } from '../protection/rate-limits.js';
 import type { SoldOutCache } from '../protection/sold-out-cache.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
-import type { AdmitOne } from './admission-batch.js';
 import type { Voucher } from '../vouchers/voucher.js';
+import type { AdmitOne } from './admission-batch.js';
 
 export interface SeckillClaim {
   voucher: Voucher;
