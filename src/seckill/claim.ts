@@ -1,9 +1,9 @@
 // Use case: a buyer claims units of a seckill voucher. One Lua script takes the rate-limit tokens,
 // decides atomically and, when it admits, appends the order to the shard's stream (claims arriving
-// together share one call: admission-batch.ts); the database
-// sees the order later, in a batch (the order pipeline). Database load is bounded by winners, not
-// by requests; once nothing is left, Redis load is not bounded by requests either (sold-out
-// answers come from memory, see protection/sold-out-cache.ts).
+// together share one call: admission-batch.ts); the database sees the order later, in a batch (the
+// order pipeline). Database load is bounded by winners, not by requests; once nothing is left,
+// Redis load is not bounded by requests either (sold-out answers come from memory, see
+// protection/sold-out-cache.ts).
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import { AdmitCode, type AdmitResult } from '../infra/redis/scripts.js';
