@@ -160,6 +160,17 @@ describe('admit script, several claims in one call', () => {
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.RATE_LIMITED]);
     assert.ok(results[2]!.retryAfterMs! > 0);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '8');
+    assert.equal((await scripts.admitMany(v, [claim(2n)], limits))[0]!.code, AdmitCode.RATE_LIMITED, 'the bucket was stored at the end of the batch');
+  });
+
+  it('when the voucher bucket holds fewer tokens than a batch has claims, then the first claims take them and the rest wait', async () => {
+    const v = await voucher(10, 1);
+    const limits = { voucher: { rate: 1, burst: 2 }, user: { rate: 0, burst: 0 } };
+    const results = await scripts.admitMany(v, [claim(1n), claim(1n), claim(2n), claim(3n)], limits);
+    // The repeat buyer's LIMIT_EXCEEDED took a token too: a claim that reaches the checks has paid.
+    assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.LIMIT_EXCEEDED, AdmitCode.RATE_LIMITED, AdmitCode.RATE_LIMITED]);
+    assert.equal((await scripts.admitMany(v, [claim(4n)], limits))[0]!.code, AdmitCode.RATE_LIMITED);
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '9');
   });
 
   it('answers MISSING for every claim of a batch on a voucher without state, and refuses an empty or oversized batch', async () => {

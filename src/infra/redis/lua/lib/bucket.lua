@@ -6,6 +6,25 @@
 -- An absent key is a full bucket, and a key expires when its bucket is full again, so buyers who
 -- stop asking leave nothing behind.
 
+-- The level of a bucket stored as `stored` ("tokens:at", or false: full) at Redis time `now` (ms).
+local function sk_bucket_level(stored, rate, burst, now)
+  if not stored then return burst end
+  local sep = string.find(stored, ':', 1, true)
+  local elapsed = now - tonumber(string.sub(stored, sep + 1))
+  return math.min(burst, tonumber(string.sub(stored, 1, sep - 1)) + elapsed * rate / 1000)
+end
+
+-- 0 when a bucket at `level` holds a whole token, else the ms until it does.
+local function sk_bucket_wait(level, rate)
+  if level >= 1 then return 0 end
+  return math.ceil((1 - level) * 1000 / rate)
+end
+
+-- Writes a bucket at `level`; the key expires when the bucket would be full again.
+local function sk_bucket_store(key, level, rate, burst, now)
+  redis.call('SET', key, level .. ':' .. now, 'PX', math.max(1, math.ceil((burst - level) * 1000 / rate)))
+end
+
 -- Takes one token from every bucket of `buckets` ({key, rate, burst}; rate 0: off), or none when
 -- one of them has no whole token, so a request refused by one bucket costs the others nothing.
 -- Returns 0 when taken, else the ms until every bucket has a token again.
@@ -21,19 +40,11 @@ local function sk_take_tokens(buckets, now)
   local stored = redis.call('MGET', unpack(keys))
   local wait = 0
   for i, b in ipairs(on) do
-    b.level = b.burst
-    if stored[i] then
-      local sep = string.find(stored[i], ':', 1, true)
-      local elapsed = now - tonumber(string.sub(stored[i], sep + 1))
-      b.level = math.min(b.burst, tonumber(string.sub(stored[i], 1, sep - 1)) + elapsed * b.rate / 1000)
-    end
-    if b.level < 1 then wait = math.max(wait, math.ceil((1 - b.level) * 1000 / b.rate)) end
+    b.level = sk_bucket_level(stored[i], b.rate, b.burst, now)
+    wait = math.max(wait, sk_bucket_wait(b.level, b.rate))
   end
   if wait > 0 then return wait end
-  for _, b in ipairs(on) do
-    local left = b.level - 1
-    redis.call('SET', b.key, left .. ':' .. now, 'PX', math.max(1, math.ceil((b.burst - left) * 1000 / b.rate)))
-  end
+  for _, b in ipairs(on) do sk_bucket_store(b.key, b.level - 1, b.rate, b.burst, now) end
   return 0
 end
 
