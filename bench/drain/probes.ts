@@ -270,8 +270,8 @@ export async function startProfile(): Promise<(file: string) => Promise<ProfileS
 // Nearest matching frame from the leaf up decides the stage. Continuations after an `await` run
 // with the async function on top, so they land in the function's stage too.
 const STAGES: [RegExp, RegExp, string][] = [
-  [/pipeline\/consumer\.ts$/, /^settle$/, 'settle: one script call per order'],
-  [/infra\/redis\/scripts\.ts$/, /^settle$/, 'settle: one script call per order'],
+  [/pipeline\/consumer\.ts$/, /^settle$/, 'settle: one script call per shard and batch'],
+  [/infra\/redis\/scripts\.ts$/, /^settle$/, 'settle: one script call per shard and batch'],
   [/pipeline\/store-orders\.ts$/, /^(alreadyStored)$/, 'store: select already stored'],
   [/pipeline\/store-orders\.ts$/, /^(insertOrders)$/, 'store: insert orders'],
   [/pipeline\/store-orders\.ts$/, /./, 'store: lock, check, update, upsert'],
