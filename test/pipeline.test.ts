@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { createContainer } from '../src/container.js';
 import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type OrderEntry } from '../src/pipeline/entries.js';
-import { addQuantitiesSql, insertOrdersSql, type OrderRow } from '../src/pipeline/bulk-sql.js';
+import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../src/pipeline/bulk-sql.js';
 import { FailureReason, storeOrders } from '../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
@@ -133,7 +133,45 @@ describe('order pipeline', () => {
     assert.throws(() => insertOrdersSql([{ ...row, userId: '-3' }], 0), TypeError);
     assert.throws(() => insertOrdersSql([{ ...row, quantity: 1.5 }], 0), TypeError);
     assert.throws(() => insertOrdersSql([{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
-    assert.throws(() => addQuantitiesSql(2n, new Map([["3'", 1]])), TypeError);
+    assert.throws(() => addQuantitiesSql([{ voucherId: 2n, userId: "3'", quantity: 1 }]), TypeError);
+    assert.throws(() => lockQuantitiesSql(2n, ['3', '4) or (1=1']), TypeError);
+  });
+
+  it('when a batch spans several vouchers, one of them unknown, then each voucher is decided on its own', async () => {
+    const a = await createVoucher(t, { stock: 2, perUserLimit: 1 });
+    const b = await createVoucher(t, { stock: 5, perUserLimit: 2 });
+    const missing = '999999999';
+    let seq = 0;
+    const entry = (orderId: string, voucherId: string, userId: string, quantity = 1) => {
+      const shard = t.c.keys.shardOf(BigInt(voucherId));
+      return parseEntry(shard, [`${Date.now()}-${seq++}`, ['d', `${orderId}|${voucherId}|${userId}|${quantity}|${Date.now()}`]], 1) as OrderEntry;
+    };
+    const decided = await storeOrders(t.c.db, [
+      entry('8200000001', b.id, '701', 2),
+      entry('8200000002', a.id, '701'),
+      entry('8200000003', missing, '701'),
+      entry('8200000004', a.id, '702'),
+      entry('8200000005', a.id, '703'),
+      entry('8200000006', b.id, '701'),
+    ]);
+    const outcome = (id: string) => {
+      const s = decided.get(id)!;
+      return s.kind === 'stored' ? 'stored' : s.reason.split(':')[0];
+    };
+    assert.deepEqual(
+      ['8200000001', '8200000002', '8200000003', '8200000004', '8200000005', '8200000006'].map(outcome),
+      ['stored', 'stored', 'VOUCHER_NOT_FOUND', 'stored', 'DB_SOLD_OUT', 'DB_LIMIT_EXCEEDED'],
+    );
+    const stock = async (id: string) => (await t.c.db.selectFrom('vouchers').select('stock').where('id', '=', id).executeTakeFirstOrThrow()).stock;
+    assert.deepEqual([await stock(a.id), await stock(b.id)], [0, 3]);
+    const held = await t.c.db.selectFrom('user_quantities').select(['voucher_id', 'user_id', 'quantity']).where('user_id', 'in', ['701', '702', '703']).orderBy('voucher_id').orderBy('user_id').execute();
+    assert.deepEqual(held, [
+      { voucher_id: a.id, user_id: '701', quantity: 1 },
+      { voucher_id: a.id, user_id: '702', quantity: 1 },
+      { voucher_id: b.id, user_id: '701', quantity: 2 },
+    ]);
+    const rows = await t.c.db.selectFrom('orders').select(['id', 'status']).where('id', 'in', [...decided.keys()]).execute();
+    assert.equal(rows.length, 6, 'every order stored, the refused ones as failed');
   });
 
   it('when two workers race on one shard, then every order is stored once', async () => {
