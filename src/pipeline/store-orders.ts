@@ -1,16 +1,16 @@
 // Stores a batch of admitted orders in ONE transaction: the database re-checks everything Redis
 // decided (stock, per-user limit) and is the source of truth when they disagree.
 //
-// Lock the batch's voucher rows (one statement, ascending ids: a fixed lock order keeps concurrent
-// batches from deadlocking). Then per voucher, in the same order: lock the buyers' quantity rows,
-// walk the orders in admission order and accept each one that still fits, one conditional stock
-// update for the accepted total. Then, for the whole batch, one upsert of the per-user quantities
-// and one multi-row insert of the orders. Orders that do not fit are stored as `failed` with a
-// reason, so only the truly invalid orders fail and the rest of the batch is not held back.
+// Per voucher, in ascending id order (a fixed lock order keeps concurrent batches from
+// deadlocking): lock the voucher row and the buyers' quantity rows, walk the orders in admission
+// order and accept each one that still fits, then one conditional stock update for the accepted
+// total, one upsert of the per-user quantities and one multi-row insert of the orders. Orders that
+// do not fit are stored as `failed` with a reason, so only the truly invalid orders fail and the
+// rest of the batch is not held back.
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
-import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow, type QuantityRow } from './bulk-sql.js';
+import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from './entries.js';
 
 export const FailureReason = {
@@ -67,32 +67,17 @@ async function alreadyStored(trx: Transaction<Database>, entries: OrderEntry[], 
   }
 }
 
-/** What a batch's decisions write, besides the stock: collected per voucher, written once. */
-interface BatchWrites {
-  settled: Map<string, Settlement>;
-  orders: OrderRow[];
-  quantities: QuantityRow[];
-}
-
-type LockedVoucher = { id: string; stock: number; per_user_limit: number; payment_timeout_seconds: number };
-
-/** Locks every voucher row of the batch in ONE statement, in ascending id order. */
-async function lockVouchers(trx: Transaction<Database>, ids: bigint[]): Promise<Map<string, LockedVoucher>> {
-  const rows = await trx
-    .selectFrom('vouchers')
-    .select(['id', 'stock', 'per_user_limit', 'payment_timeout_seconds'])
-    .where('id', 'in', ids.map(String))
-    .orderBy('id')
-    .forUpdate()
-    .execute();
-  return new Map(rows.map((r) => [r.id, r]));
-}
-
-async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint, voucher: LockedVoucher | undefined, entries: OrderEntry[], writes: BatchWrites) {
+async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint, entries: OrderEntry[], out: Map<string, Settlement>, rows: OrderRow[]) {
   const id = voucherId.toString();
+  const voucher = await trx
+    .selectFrom('vouchers')
+    .select(['stock', 'per_user_limit', 'payment_timeout_seconds'])
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
   const failRow = (e: OrderEntry, reason: string) => {
-    writes.settled.set(e.orderId, failed(reason));
-    writes.orders.push(orderRow(e, { reason }));
+    out.set(e.orderId, failed(reason));
+    rows.push(orderRow(e, { reason }));
   };
   if (!voucher) {
     for (const e of entries) failRow(e, `${FailureReason.VOUCHER_NOT_FOUND}: voucher ${id} does not exist`);
@@ -130,10 +115,11 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
   if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${id}`);
 
-  for (const [userId, quantity] of added) writes.quantities.push({ voucherId, userId, quantity });
+  await sql.raw(addQuantitiesSql(voucherId, added)).execute(trx);
+
   for (const e of accepted) {
-    writes.settled.set(e.orderId, { kind: 'stored' });
-    writes.orders.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
+    out.set(e.orderId, { kind: 'stored' });
+    rows.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
   }
 }
 
@@ -168,12 +154,12 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
   await db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
     if (checkStored) await alreadyStored(trx, entries, out);
     const fresh = entries.filter((e) => !out.has(e.orderId));
-    const writes: BatchWrites = { settled: out, orders: [], quantities: [] };
+    const rows: OrderRow[] = [];
     if (failAll) {
       for (const e of fresh) {
         out.set(e.orderId, failed(failAll));
         // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
-        writes.orders.push(orderRow(e, { reason: failAll, createdAt: new Date() }));
+        rows.push(orderRow(e, { reason: failAll, createdAt: new Date() }));
       }
     } else {
       const byVoucher = new Map<bigint, OrderEntry[]>();
@@ -182,14 +168,11 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
         if (list) list.push(e);
         else byVoucher.set(e.voucherId, [e]);
       }
-      const ids = [...byVoucher.keys()].sort((a, b) => (a < b ? -1 : 1));
-      const vouchers = ids.length ? await lockVouchers(trx, ids) : new Map<string, LockedVoucher>();
-      for (const voucherId of ids) {
-        await storeVoucherOrders(trx, voucherId, vouchers.get(voucherId.toString()), byVoucher.get(voucherId)!, writes);
+      for (const voucherId of [...byVoucher.keys()].sort((a, b) => (a < b ? -1 : 1))) {
+        await storeVoucherOrders(trx, voucherId, byVoucher.get(voucherId)!, out, rows);
       }
-      if (writes.quantities.length) await sql.raw(addQuantitiesSql(writes.quantities)).execute(trx);
     }
-    await insertOrders(trx, writes.orders);
+    await insertOrders(trx, rows);
   });
   return out;
 }
