@@ -303,13 +303,15 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
       const voucherIndex = new Map<bigint, number>();
       const args: (string | number)[] = [group, DEAD_LETTER_MAX_LEN];
       for (const o of orders) {
-        if (keys.shardOf(o.voucherId) !== shard) throw new Error(`order ${o.orderId} is not on shard ${shard}`);
         let index = voucherIndex.get(o.voucherId);
         if (index === undefined) {
+          if (keys.shardOf(o.voucherId) !== shard) throw new Error(`order ${o.orderId} is not on shard ${shard}`);
           index = keyList.push(keys.voucher(o.voucherId), keys.buyers(o.voucherId)) - 1; // 1-based index of the voucher key
           voucherIndex.set(o.voucherId, index);
         }
-        args.push(o.streamId, o.orderId, o.userId, o.quantity, o.restoreStock ? 1 : 0, o.restoreBuyer ? 1 : 0, o.failureReason ?? '', index);
+        // One argument per order: a thousand short arguments cost ioredis more than the joining.
+        const restore = `${o.restoreStock ? 1 : 0}|${o.restoreBuyer ? 1 : 0}`;
+        args.push(`${o.streamId}|${o.orderId}|${o.userId}|${o.quantity}|${restore}|${index}|${o.failureReason ?? ''}`);
       }
       const flags = (await call.settle!(keyList.length, ...keyList, ...args)) as number[];
       return flags.map((f) => f === 1);

@@ -3,8 +3,9 @@
 -- KEYS[1] order stream (shard)  KEYS[2] in-flight hash (shard)  KEYS[3] dead-letter stream (shard)
 -- KEYS[4..] voucher hash, buyers hash, voucher hash, buyers hash, ... (every voucher of the batch)
 -- ARGV[1] consumer group  ARGV[2] dead-letter max length
--- then 8 values per order: stream entry id, orderId, userId, quantity, restore stock (0/1),
---   restore buyer count (0/1), failure reason ("" when stored), index in KEYS of its voucher hash
+-- then one value per order, "streamId|orderId|userId|quantity|restoreStock|restoreBuyer|index|reason":
+--   restore stock / buyer count 0 or 1, index in KEYS of its voucher hash, failure reason ("" when
+--   stored; last, so it may hold any character)
 -- Returns one flag per order: 1 when this call removed its in-flight record (and compensated, if
 -- asked), 0 when an earlier call already had. The in-flight record is the token that makes
 -- compensation happen once; only the call that acknowledges an entry copies it to dead letters
@@ -12,20 +13,20 @@
 local result = {}
 local settledPerVoucher = {}
 local storedIds = {}
-for i = 3, #ARGV, 8 do
-  local streamId, orderId, userId = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local quantity = tonumber(ARGV[i + 3])
-  local reason = ARGV[i + 6]
-  local voucherIndex = tonumber(ARGV[i + 7])
+for i = 3, #ARGV do
+  local streamId, orderId, userId, q, restoreStock, restoreBuyer, index, reason =
+    string.match(ARGV[i], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([01])|([01])|(%d+)|(.*)$')
+  local quantity = tonumber(q)
+  local voucherIndex = tonumber(index)
   local voucherKey = KEYS[voucherIndex]
   local settled = 0
   if redis.call('HDEL', KEYS[2], orderId) == 1 then
     settled = 1
     settledPerVoucher[voucherIndex] = (settledPerVoucher[voucherIndex] or 0) + 1
     -- A missing voucher hash is rebuilt from the database later; never create a partial one here.
-    if (ARGV[i + 4] == '1' or ARGV[i + 5] == '1') and redis.call('EXISTS', voucherKey) == 1 then
-      if ARGV[i + 4] == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
-      if ARGV[i + 5] == '1' and redis.call('HINCRBY', KEYS[voucherIndex + 1], userId, -quantity) <= 0 then
+    if (restoreStock == '1' or restoreBuyer == '1') and redis.call('EXISTS', voucherKey) == 1 then
+      if restoreStock == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
+      if restoreBuyer == '1' and redis.call('HINCRBY', KEYS[voucherIndex + 1], userId, -quantity) <= 0 then
         redis.call('HDEL', KEYS[voucherIndex + 1], userId)
       end
     end
