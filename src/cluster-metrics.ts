@@ -7,7 +7,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 
 const REQUEST = 'seckill:metrics';
 const ANSWER = 'seckill:metrics-answer';
-const ANSWER_TIMEOUT_MS = 5_000;
+/** Above prom-client's own 5 s, so that its error (a process that did not answer) is the one reported. */
+const ANSWER_TIMEOUT_MS = 6_000;
 
 interface Answer {
   type: typeof ANSWER;
@@ -19,9 +20,13 @@ interface Answer {
 /** What the /metrics route reads: a Registry, or the cluster-wide view below. */
 export type MetricsSource = Pick<Registry, 'contentType' | 'metrics'>;
 
-/** In an HTTP process of a supervisor: the metrics of all its processes. */
-export function clusterWideMetrics(registry: Registry): MetricsSource {
-  AggregatorRegistry.setRegistries([registry]);
+/**
+ * In an HTTP process of a supervisor, called first thing: prom-client answers the supervisor's
+ * collection requests from now on (with nothing until `of` names the registry), so a process that
+ * is still starting never stalls a scrape. `of(registry)`: what /metrics reads, the sum over all.
+ */
+export function joinClusterMetrics(): { of(registry: Registry): MetricsSource } {
+  AggregatorRegistry.setRegistries([]);
   new AggregatorRegistry(); // installs prom-client's answer to the supervisor's collection requests
   const waiting = new Map<number, (answer: Answer) => void>();
   let next = 0;
@@ -31,18 +36,23 @@ export function clusterWideMetrics(registry: Registry): MetricsSource {
     waiting.delete(message.id);
   });
   return {
-    contentType: registry.contentType,
-    metrics: () =>
-      new Promise<string>((resolve, reject) => {
-        const id = next++;
-        const timer = setTimeout(() => waiting.delete(id) && reject(new Error('the supervisor did not send the metrics')), ANSWER_TIMEOUT_MS);
-        waiting.set(id, (answer) => {
-          clearTimeout(timer);
-          if (answer.text !== undefined) resolve(answer.text);
-          else reject(new Error(`collecting the metrics failed: ${answer.error}`));
-        });
-        process.send!({ type: REQUEST, id });
-      }),
+    of(registry) {
+      AggregatorRegistry.setRegistries([registry]);
+      return {
+        contentType: registry.contentType,
+        metrics: () =>
+          new Promise<string>((resolve, reject) => {
+            const id = next++;
+            const timer = setTimeout(() => waiting.delete(id) && reject(new Error('the supervisor did not send the metrics')), ANSWER_TIMEOUT_MS);
+            waiting.set(id, (answer) => {
+              clearTimeout(timer);
+              if (answer.text !== undefined) resolve(answer.text);
+              else reject(new Error(`collecting the metrics failed: ${answer.error}`));
+            });
+            process.send!({ type: REQUEST, id });
+          }),
+      };
+    },
   };
 }
 

@@ -155,7 +155,7 @@ describe('admit script, several claims in one call', () => {
 
   it('when the user bucket is on, then each claim of a batch takes a token from its own buyer', async () => {
     const v = await voucher(10, 5);
-    const limits = { voucher: { rate: 0, burst: 0 }, user: { rate: 1, burst: 1 } };
+    const limits = { voucher: { rate: 0, burst: 0 }, user: { rate: 0.01, burst: 1 } }; // a token per 100 s
     const results = await scripts.admitMany(v, [claim(1n), claim(2n), claim(1n)], limits);
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.RATE_LIMITED]);
     assert.ok(results[2]!.retryAfterMs! > 0);
@@ -165,7 +165,7 @@ describe('admit script, several claims in one call', () => {
 
   it('when the voucher bucket holds fewer tokens than a batch has claims, then the first claims take them and the rest wait', async () => {
     const v = await voucher(10, 1);
-    const limits = { voucher: { rate: 1, burst: 2 }, user: { rate: 0, burst: 0 } };
+    const limits = { voucher: { rate: 0.01, burst: 2 }, user: { rate: 0, burst: 0 } };
     const results = await scripts.admitMany(v, [claim(1n), claim(1n), claim(2n), claim(3n)], limits);
     // The repeat buyer's LIMIT_EXCEEDED took a token too: a claim that reaches the checks has paid.
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.LIMIT_EXCEEDED, AdmitCode.RATE_LIMITED, AdmitCode.RATE_LIMITED]);

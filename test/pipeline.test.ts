@@ -287,6 +287,9 @@ describe('stream entries', () => {
       ['d', '9223372036854775808|7|9|2|1700000000123'],
       ['d', '81|7|09|2|1700000000123'],
       ['d', '0|7|9|2|1700000000123'],
+      ['d', '81|7|9|2|'],
+      ['d', '81|7|9|0x10|1700000000123'],
+      ['d', '81|7|9|2|1.7e12'],
       ['o', '81', 'v', '7', 'u', '9', 'q', '2'],
       ['o', 'garbage'],
       [],
@@ -309,8 +312,18 @@ describe('order pipeline at an upgrade', () => {
     await t.c.redis.hincrby(t.c.keys.voucher(id), 'inflight', 1);
     await t.c.redis.hset(t.c.keys.buyers(id), '501', 1);
     const now = String(Date.now());
-    const streamId = await t.c.redis.xadd(t.c.keys.orders(shard), '*', 'o', '8000000501', 'v', v.id, 'u', '501', 'q', '1', 't', now);
-    await t.c.redis.hset(t.c.keys.inflight(shard), '8000000501', `${v.id}|501|1|${now}|${streamId}`);
+    // Entry and in-flight record in one step, as the old script wrote them (a running pipeline
+    // must not see the one without the other).
+    await t.c.redis.eval(
+      "local id = redis.call('XADD', KEYS[1], '*', 'o', ARGV[1], 'v', ARGV[2], 'u', '501', 'q', '1', 't', ARGV[3]) " +
+        "redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. '|501|1|' .. ARGV[3] .. '|' .. id)",
+      2,
+      t.c.keys.orders(shard),
+      t.c.keys.inflight(shard),
+      '8000000501',
+      v.id,
+      now,
+    );
     const admitted = await burst(t, v.id, range(510, 3));
     await t.c.startPipeline();
     await waitForDrain(t.c, v.id);

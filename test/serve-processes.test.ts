@@ -15,7 +15,8 @@ import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName, waitFor } from './help
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const name = uniqueName('procs');
-const env = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 's', LOG_LEVEL: 'info', API_PROCESSES: '2' };
+// CLAIM_IDLE_MS: the killed process's unstored entries are taken over within a second.
+const env = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 's', LOG_LEVEL: 'info', API_PROCESSES: '2', CLAIM_IDLE_MS: '1000' };
 
 /** `seckill serve` as a supervisor; collects the pid and address of every process that listened. */
 function startServe(port: number) {
@@ -24,12 +25,14 @@ function startServe(port: number) {
     env: { ...process.env, ...env, PORT: String(port) },
   }) as ChildProcessWithoutNullStreams;
   const listening: { pid: number; address: string }[] = [];
+  const lines: string[] = [];
   let out = '';
   const onOutput = (chunk: Buffer) => {
     out += chunk.toString();
     for (let end = out.indexOf('\n'); end >= 0; end = out.indexOf('\n')) {
       const line = out.slice(0, end);
       out = out.slice(end + 1);
+      lines.push(line);
       const match = /"pid":(\d+).*listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
       if (match) listening.push({ pid: Number(match[1]), address: match[2]! });
     }
@@ -37,7 +40,7 @@ function startServe(port: number) {
   child.stdout.on('data', onOutput);
   child.stderr.on('data', onOutput);
   const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { child, listening, exit };
+  return { child, listening, lines, exit };
 }
 
 const alive = (pid: number) => {
@@ -57,7 +60,7 @@ describe('seckill serve with API_PROCESSES=2', () => {
     redis.disconnect();
   });
 
-  it('when two processes share the port, then both sell, a killed one is replaced, and SIGTERM stops them all with exit 0', async () => {
+  it('when two processes share the port, then both sell, a killed one is replaced, and SIGTERM stops them all with exit 0', { timeout: 150_000 }, async () => {
     const serve = startServe(0);
     await waitFor('two HTTP processes listening', () => serve.listening.length === 2, 60_000);
     const [first, second] = serve.listening;
@@ -117,7 +120,7 @@ describe('seckill serve with API_PROCESSES=2', () => {
     for (const { pid } of serve.listening) assert.ok(!alive(pid), `process ${pid} stopped`);
   });
 
-  it('when the port is taken, then start-up fails with a non-zero exit and no process left behind', async () => {
+  it('when the port is taken, then start-up fails with a non-zero exit and no process left behind', { timeout: 90_000 }, async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as { port: number }).port;
@@ -125,6 +128,9 @@ describe('seckill serve with API_PROCESSES=2', () => {
       const serve = startServe(port);
       assert.notEqual(await serve.exit, 0);
       assert.equal(serve.listening.length, 0);
+      assert.ok(serve.lines.some((l) => l.includes('an HTTP process failed to start')), serve.lines.join('\n'));
+      // The supervisor exits only once every child has exited (stop() waits for them).
+      assert.ok(serve.lines.some((l) => l.includes('EADDRINUSE')), 'the cause is reported');
     } finally {
       blocker.close();
     }

@@ -5,8 +5,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 
-/** A process that stops this soon after it started listening is failing, not crashing now and then. */
+/** First wait before a replacement; doubled while replacements keep failing before they listen. */
 const RESTART_DELAY_MS = 1_000;
+const MAX_RESTART_DELAY_MS = 30_000;
 
 export interface Processes {
   /** Process ids of the running children. */
@@ -14,20 +15,22 @@ export interface Processes {
   /** Passes SIGTERM on, waits for every child; resolves true when all of them exited 0. */
   stop(): Promise<boolean>;
   /**
-   * Resolves false as soon as a child fails before it listened (bad configuration, port taken: all
-   * of them would), after which the others are stopped.
+   * Resolves false as soon as one of the first children fails before it listened (bad
+   * configuration, port taken: all of them would), after which the caller stops the others.
    */
   failed: Promise<false>;
 }
 
 /**
- * Forks `count` children running this same command (`cluster.isWorker` tells them apart). A child
- * that dies after it listened is replaced after a second; one that dies before is a start-up
- * failure and stops them all.
+ * Forks `count` children running this same command (`cluster.isWorker` tells them apart). Once all
+ * of them have listened, a child that dies is replaced (after 1 s, then longer while replacements
+ * keep failing, e.g. while Redis is down); before that, a child that dies is a start-up failure.
  */
 export function forkProcesses(count: number, log: Logger, env: Record<string, string> = {}): Processes {
   const children = new Set<Worker>();
   let stopping = false;
+  let started = 0; // children of the first generation that have listened
+  let restartDelay = RESTART_DELAY_MS;
   let fail: (value: false) => void;
   const failed = new Promise<false>((resolve) => (fail = resolve));
   const exitCodes: number[] = [];
@@ -38,7 +41,11 @@ export function forkProcesses(count: number, log: Logger, env: Record<string, st
     const child = cluster.fork(env);
     let listening = false;
     children.add(child);
-    child.once('listening', () => (listening = true));
+    child.once('listening', () => {
+      listening = true;
+      if (started < count) started++;
+      restartDelay = RESTART_DELAY_MS;
+    });
     child.once('exit', (code, signal) => {
       children.delete(child);
       if (stopping) {
@@ -46,14 +53,16 @@ export function forkProcesses(count: number, log: Logger, env: Record<string, st
         if (children.size === 0) allExited();
         return;
       }
-      if (!listening) {
+      if (started < count) {
         log.error({ child: child.process.pid, code, signal }, 'an HTTP process failed to start; stopping the others');
         exitCodes.push(code || 1);
         fail(false);
         return;
       }
-      log.error({ child: child.process.pid, code, signal }, 'an HTTP process stopped unexpectedly; starting a new one');
-      setTimeout(() => stopping || start(), RESTART_DELAY_MS).unref();
+      log.error({ child: child.process.pid, code, signal, restartInMs: restartDelay }, 'an HTTP process stopped; starting a new one');
+      // Not unref'd: with every child gone, this timer is what keeps the supervisor alive.
+      setTimeout(() => stopping || start(), restartDelay);
+      if (!listening) restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
     });
   };
   for (let i = 0; i < count; i++) start();

@@ -1,8 +1,9 @@
 import cluster from 'node:cluster';
 import { buildApp } from '../app.js';
-import { clusterWideMetrics, serveClusterMetrics } from '../cluster-metrics.js';
+import { joinClusterMetrics, serveClusterMetrics } from '../cluster-metrics.js';
 import type { Config } from '../config.js';
-import { createContainer } from '../container.js';
+import { type Container, createContainer } from '../container.js';
+import type { App } from '../http.js';
 import { createLogger } from '../logger.js';
 import { migrateDatabase } from './migrate.js';
 import { forkProcesses } from './processes.js';
@@ -22,17 +23,21 @@ export interface ServeOptions {
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
   if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
-  // Children of a supervisor: it has migrated already, once.
-  const container = await createContainer(config, log, { migrate: options.migrate && cluster.isPrimary });
   // One process of several: /metrics answers for all of them.
-  const metrics = cluster.isWorker ? clusterWideMetrics(container.metrics.registry) : container.appDeps.metrics;
-  const app = await buildApp({ ...container.appDeps, metrics });
-  if (options.worker) await container.startWorkers();
-  await app.listen({ port: config.port, host: config.host });
+  const clusterMetrics = cluster.isWorker ? joinClusterMetrics() : null;
+  // Signals count from the start: a process stopped while it starts still exits cleanly.
+  let app: App | undefined;
+  let container: Container | undefined;
   exitOnSignal(log, async () => {
-    await app.close();
-    await container.close();
+    await app?.close();
+    await container?.close();
   });
+  // Children of a supervisor: it has migrated already, once.
+  container = await createContainer(config, log, { migrate: options.migrate && cluster.isPrimary });
+  app = await buildApp({ ...container.appDeps, metrics: clusterMetrics?.of(container.metrics.registry) ?? container.appDeps.metrics });
+  // Listen first: a process that cannot bind the port has started no consumer.
+  await app.listen({ port: config.port, host: config.host });
+  if (options.worker) await container.startWorkers();
 }
 
 /** The supervisor: migrates, forks the HTTP processes, and stops them on SIGTERM/SIGINT. */

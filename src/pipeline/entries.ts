@@ -1,4 +1,4 @@
-// Stream entries as written by lib/admission.lua (admit-9.lua, restock-7.lua) and requeue-2.lua:
+// Stream entries as written by lib/admission.lua (admit-n.lua, restock-7.lua) and requeue-2.lua:
 // one field d = "orderId|voucherId|userId|quantity|createdMs". Entries written before that format
 // (five fields o v u q t) may still be in a stream after an upgrade and are read as well.
 import { idText, parseId } from '../ids/parse.js';
@@ -18,6 +18,8 @@ export interface MalformedEntry {
 
 export type RawEntry = [id: string, fields: string[]];
 
+const DIGITS = /^\d{1,16}$/;
+
 /** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined). */
 function entryValues(fields: string[]): (string | undefined)[] {
   if (fields.length === 2 && fields[0] === 'd') return fields[1]!.split('|');
@@ -31,9 +33,10 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
   const orderId = idText(values[0] ?? '');
   const voucherId = parseId(values[1] ?? '');
   const userId = idText(values[2] ?? '');
-  const quantity = Number(values[3]);
-  const createdMs = Number(values[4]);
-  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isInteger(quantity) || quantity < 1 || !Number.isFinite(createdMs)) {
+  // Digits only: Number() would read "" as 0 and "0x10" as 16.
+  const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
+  const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
+  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
     return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {

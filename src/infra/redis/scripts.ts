@@ -233,6 +233,7 @@ export function createScripts(redis: Redis, keys: KeySpace): Scripts {
     args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst);
     for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
     const flat = (await call.admit!(...args)) as (string | number)[];
+    if (flat.length !== claims.length * 6) throw new Error(`admit answered ${flat.length} values for ${claims.length} claim(s)`);
     return claims.map((_, i) => admitResult(flat, i * 6));
   };
   return {

@@ -10,12 +10,16 @@
 -- asked), 0 when an earlier call already had. The in-flight record is the token that makes
 -- compensation happen once; only the call that acknowledges an entry copies it to dead letters
 -- (and counts it in the voucher's `dead` field).
+local ORDER = '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([01])|([01])|(%d+)|(.*)$'
+-- Every argument is checked before anything is written: a bad one fails the call as a whole.
+for i = 3, #ARGV do
+  if not string.match(ARGV[i], ORDER) then error('settle: malformed order argument ' .. string.sub(ARGV[i], 1, 80)) end
+end
 local result = {}
 local settledPerVoucher = {}
 local storedIds = {}
 for i = 3, #ARGV do
-  local streamId, orderId, userId, q, restoreStock, restoreBuyer, index, reason =
-    string.match(ARGV[i], '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([01])|([01])|(%d+)|(.*)$')
+  local streamId, orderId, userId, q, restoreStock, restoreBuyer, index, reason = string.match(ARGV[i], ORDER)
   local quantity = tonumber(q)
   local voucherIndex = tonumber(index)
   local voucherKey = KEYS[voucherIndex]
