@@ -63,6 +63,7 @@ describe('seckill serve with API_PROCESSES=2', () => {
   it('when two processes share the port, then both sell, a killed one is replaced, and SIGTERM stops them all with exit 0', { timeout: 150_000 }, async () => {
     const serve = startServe(0);
     await waitFor('two HTTP processes listening', () => serve.listening.length === 2, 60_000);
+    await waitFor('both pipelines started', () => serve.lines.filter((l) => l.includes('order pipeline started')).length === 2, 60_000);
     const [first, second] = serve.listening;
     assert.equal(first!.address, second!.address, 'one port for both');
     assert.notEqual(first!.pid, second!.pid);
@@ -75,17 +76,20 @@ describe('seckill serve with API_PROCESSES=2', () => {
       });
       assert.equal(created.status, 201);
       const voucher = String(created.body.id);
-      // A connection per buyer: the supervisor hands connections to the processes in turn.
-      const claims = await Promise.all(
-        Array.from({ length: 30 }, async (_, i) => {
-          const buyer = new JsonClient(first!.address, 1);
-          try {
-            return await buyer.request('POST', `/api/vouchers/${voucher}/orders`, { token: await tokens.sign({ userId: BigInt(100 + i), admin: false }, 60), body: {} });
-          } finally {
-            buyer.close();
-          }
-        }),
-      );
+      // A connection per buyer: the supervisor hands connections to the processes in turn. The
+      // first four one after the other (each process gets two, whatever the load of the box),
+      // then the rest all at once.
+      const claimAlone = async (i: number) => {
+        const buyer = new JsonClient(first!.address, 1);
+        try {
+          return await buyer.request('POST', `/api/vouchers/${voucher}/orders`, { token: await tokens.sign({ userId: BigInt(100 + i), admin: false }, 60), body: {} });
+        } finally {
+          buyer.close();
+        }
+      };
+      const claims = [];
+      for (let i = 0; i < 4; i++) claims.push(await claimAlone(i));
+      claims.push(...(await Promise.all(Array.from({ length: 26 }, (_, i) => claimAlone(4 + i)))));
       const admitted = claims.filter((r) => r.status === 202).map((r) => BigInt(String(r.body.orderId)));
       assert.equal(admitted.length, 20, 'every unit sold once');
       assert.equal(claims.filter((r) => r.body.code === 'SOLD_OUT').length, 10);
