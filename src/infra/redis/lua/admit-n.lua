@@ -76,8 +76,8 @@ local function soldOut(waitlisted, waitlistFull)
   return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. (v[8] or '0')
 end
 
--- One claim; returns its six values. `order` (0-based) keeps waitlist enrolment FIFO within a batch.
-local function claim(i, order)
+-- Claim i; returns its six values.
+local function claim(i)
   local base = 2 + 4 * i
   local userId, orderId, quantity, idemKey = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
 
@@ -103,7 +103,8 @@ local function claim(i, order)
     local waiting = redis.call('ZCARD', KEYS[6])
     if redis.call('ZSCORE', KEYS[6], userId) then return soldOut(1, waiting >= cap) end
     if waiting >= cap then return soldOut(0, true) end
-    redis.call('ZADD', KEYS[6], tonumber(nowMicros) + order, userId)
+    -- Claims of one batch share a Redis time: + (i - 1) µs keeps their enrolment FIFO.
+    redis.call('ZADD', KEYS[6], tonumber(nowMicros) + i - 1, userId)
     redis.call('HSET', KEYS[7], userId, quantity)
     v[8] = redis.call('HINCRBY', KEYS[1], 'seen', 1)
     redis.call('EXPIREAT', KEYS[6], v[5])
@@ -123,7 +124,7 @@ local function claim(i, order)
 end
 
 for i = 1, claims do
-  local code, orderId, quantity, waitlisted, closed, version = claim(i, i - 1)
+  local code, orderId, quantity, waitlisted, closed, version = claim(i)
   out[#out + 1] = code; out[#out + 1] = orderId; out[#out + 1] = quantity
   out[#out + 1] = waitlisted; out[#out + 1] = closed; out[#out + 1] = version
 end
