@@ -4,7 +4,6 @@
 //        [--warmup 2] [--tokens 300000] [--scenarios bare,admission,soldout] [--profile] [--json]
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +11,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
+import { machineBusyUs } from '../../src/loadgen/machine.js';
 import { type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
 const TARGET_RATIO = 0.6;
@@ -199,15 +199,6 @@ function load(port: number, path: string, seconds: number, connections: number, 
   });
 }
 
-/** CPU busy time of the whole machine (µs), to spot other work competing with the run; Linux only. */
-function machineBusyUs(): number | null {
-  try {
-    const [, user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
-    return (user! + nice! + system! + irq! + softirq! + steal!) * 10_000; // USER_HZ = 100
-  } catch {
-    return null;
-  }
-}
 
 async function redisCpuUs(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');

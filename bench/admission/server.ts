@@ -3,17 +3,19 @@
 // Prints {"type":"ready",...}, then answers the commands read from stdin. On `stop`, when stdin
 // closes or on a signal, it removes what it created (its Redis keys and its database) and exits.
 import cluster from 'node:cluster';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { forkProcesses, type Processes } from '../../src/cli/processes.js';
+import { exitOnSignal } from '../../src/cli/shutdown.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { createRedis } from '../../src/infra/redis/client.js';
+import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
 import { CLUSTER_PROCESSES, type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
@@ -165,12 +167,6 @@ const ownCpuUs = () => {
   return cpu.user + cpu.system;
 };
 
-/** utime + stime of a child from /proc (Linux; USER_HZ = 100). */
-function childCpuUs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
 async function listenHere(app: FastifyInstance): Promise<Listener> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();
@@ -189,7 +185,7 @@ async function listenInChildren(): Promise<Listener> {
     });
     return {
       port,
-      cpuUs: () => processes.pids().reduce((sum, pid) => sum + childCpuUs(pid), ownCpuUs()),
+      cpuUs: () => processes.pids().reduce((sum, pid) => sum + processCpuUs(pid), ownCpuUs()),
       close: async () => void (await processes.stop()),
     };
   } catch (err) {
@@ -203,10 +199,9 @@ async function child(scenario: Scenario): Promise<void> {
   let c: Container | null = null;
   if (scenario.base !== 'bare') c = await createContainer(benchConfig(scenario), createLogger('silent'), { migrate: false });
   const app = c ? await benchApp(c, scenario) : bareTarget().app;
-  process.once('SIGTERM', async () => {
+  exitOnSignal(createLogger('silent'), async () => {
     await app.close();
     await c?.close();
-    process.exit(0);
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
 }

@@ -9,6 +9,7 @@ import { createPool } from 'mysql2';
 import type { Db } from '../../src/infra/db/database.js';
 import type { Database } from '../../src/infra/db/types.js';
 import type { Scripts } from '../../src/infra/redis/scripts.js';
+import { machineBusyUs, processCpuUs } from '../../src/loadgen/machine.js';
 
 export interface Durability {
   version: string;
@@ -89,8 +90,6 @@ export async function readMachine(redis: Redis): Promise<Machine> {
 // ---------------------------------------------------------------------------------------------
 // CPU seconds per process, from /proc (Linux only; empty elsewhere).
 
-const TICK = 100; // USER_HZ on Linux
-
 function findPids(comm: string): number[] {
   try {
     return readdirSync('/proc')
@@ -108,30 +107,13 @@ function findPids(comm: string): number[] {
   }
 }
 
-function cpuSeconds(pid: number): number {
-  try {
-    // Fields after the ")" of the command name: utime and stime are the 12th and 13th.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICK;
-  } catch {
-    return 0;
-  }
-}
+const cpuSeconds = (pid: number) => processCpuUs(pid) / 1e6;
 
 /** `other`: busy CPU of every other process (interference from whatever else runs on the box). */
 export type CpuSample = Record<'bench' | 'mariadb' | 'redis' | 'other', number>;
 
-/** Busy CPU seconds of the whole machine (/proc/stat: everything but idle and iowait). */
-function machineBusy(): number {
-  try {
-    const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).map(Number);
-    const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
-    return (total - ticks[3]! - ticks[4]!) / TICK;
-  } catch {
-    return 0;
-  }
-}
+/** Busy CPU seconds of the whole machine. */
+const machineBusy = () => (machineBusyUs() ?? 0) / 1e6;
 
 /** CPU seconds since the call; `workers` (child pids) count as the bench's. */
 export function cpuMeter(workers: number[] = []): () => CpuSample {

@@ -50,13 +50,8 @@ async function supervise(config: Config, options: ServeOptions): Promise<void> {
   serveClusterMetrics();
   const processes = forkProcesses(config.apiProcesses, log);
   log.info({ processes: config.apiProcesses, port: config.port }, 'HTTP processes started');
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    process.exit((await processes.stop()) ? 0 : 1);
-  };
-  process.on('SIGTERM', () => void stop());
-  process.on('SIGINT', () => void stop());
-  void processes.failed.then(stop);
+  const stop = exitOnSignal(log, async () => {
+    if (!(await processes.stop())) throw new Error('an HTTP process failed or did not stop cleanly');
+  });
+  void processes.failed.then(() => stop('an HTTP process failed to start'));
 }

@@ -31,14 +31,28 @@ export interface CpuWindow {
   loadAverage1m: number;
 }
 
-/** Busy CPU time of the whole machine in µs (/proc/stat); null where there is none. */
-function machineBusyUs(): number | null {
+const US_PER_TICK = 10_000; // USER_HZ = 100 on Linux
+
+/** Busy CPU time of the whole machine in µs (/proc/stat: all but idle and iowait); null where there is none. */
+export function machineBusyUs(): number | null {
   try {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-    return (user + nice + system + irq + softirq + steal) * 10_000; // USER_HZ = 100
+    return (user + nice + system + irq + softirq + steal) * US_PER_TICK;
   } catch {
     return null;
+  }
+}
+
+/** CPU time (user + system, µs) of process `pid` so far (/proc/<pid>/stat); 0 where there is none. */
+export function processCpuUs(pid: number): number {
+  try {
+    // Fields after the ")" of the command name: utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * US_PER_TICK;
+  } catch {
+    return 0;
   }
 }
 

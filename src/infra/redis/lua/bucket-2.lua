@@ -5,4 +5,7 @@
 -- Returns 0 when both tokens were taken, else the ms until both buckets have one (nothing taken).
 --! include lib/admission.lua
 --! include lib/bucket.lua
-return sk_take_tokens(sk_claim_buckets(1, 1), sk_now())
+return sk_take_tokens({
+  {key = KEYS[1], rate = tonumber(ARGV[1]), burst = tonumber(ARGV[2])},
+  {key = KEYS[2], rate = tonumber(ARGV[3]), burst = tonumber(ARGV[4])},
+}, sk_now())

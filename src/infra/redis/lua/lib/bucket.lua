@@ -47,12 +47,3 @@ local function sk_take_tokens(buckets, now)
   for _, b in ipairs(on) do sk_bucket_store(b.key, b.level - 1, b.rate, b.burst, now) end
   return 0
 end
-
--- The two buckets of a claim from KEYS[vKey], KEYS[vKey + 1] and four ARGV values from `arg`:
--- voucher rate, voucher burst, user rate, user burst.
-local function sk_claim_buckets(vKey, arg)
-  return {
-    {key = KEYS[vKey], rate = tonumber(ARGV[arg]), burst = tonumber(ARGV[arg + 1])},
-    {key = KEYS[vKey + 1], rate = tonumber(ARGV[arg + 2]), burst = tonumber(ARGV[arg + 3])},
-  }
-end
