@@ -70,9 +70,11 @@ describe('leased worker ids', () => {
     try {
       const stolen = gen.workerId!;
       await redis.set(keys.workerLease(stolen), 'intruder', 'PX', 60_000);
-      // Renewals run every ttl/3 (1 s); allow for a busy machine.
-      for (let waited = 0; gen.workerId === stolen && waited < 5_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
-      assert.notEqual(gen.workerId, stolen);
+      // Renewals run every ttl/3 (1 s); allow for a busy machine. Between losing the id and leasing
+      // a fresh one, workerId is null (ids are refused meanwhile), so wait for the fresh one.
+      const moved = () => gen.workerId !== null && gen.workerId !== stolen;
+      for (let waited = 0; !moved() && waited < 5_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(moved(), `worker id ${gen.workerId}, stolen ${stolen}`);
       assert.equal(decodeId(gen.next()).workerId, gen.workerId);
     } finally {
       await gen.close();
