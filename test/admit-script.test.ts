@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createKeySpace } from '../src/infra/redis/keys.js';
 import { type AdmitClaim, AdmitCode, type ClaimRateLimits, createScripts, MAX_ADMIT_BATCH, NO_RATE_LIMITS, type Scripts } from '../src/infra/redis/scripts.js';
-import { batchAdmissions } from '../src/seckill/admission-batch.js';
+import { batchAdmissions } from '../src/claims/admission-batch.js';
 import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
 import { type PrivateRedis, startPrivateRedis } from './private-redis.js';
 

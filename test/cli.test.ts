@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createTokenService } from '../src/auth/tokens.js';
 import { dropDatabase } from '../src/infra/db/database.js';
-import { JsonClient } from '../src/cli/http-client.js';
+import { JsonClient } from '../src/loadgen/http-client.js';
 import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from './helpers.js';
 import { Redis } from 'ioredis';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ReconcileReport } from '../src/reconcile/reconciler.js';
+import type { ReconcileReport } from '../src/consistency/reconciler.js';
 import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp, waitFor } from './helpers.js';
 import { assertInvariants, waitForDrain } from './invariants.js';
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { createTokenService } from '../src/auth/tokens.js';
-import { JsonClient } from '../src/cli/http-client.js';
+import { JsonClient } from '../src/loadgen/http-client.js';
 import { dropDatabase } from '../src/infra/db/database.js';
 import { decodeId } from '../src/ids/snowflake.js';
 import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName, waitFor } from './helpers.js';

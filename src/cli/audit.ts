@@ -1,4 +1,4 @@
-import { auditVoucher } from '../audit/check-voucher.js';
+import { auditVoucher } from '../consistency/audit.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { parseId } from '../ids/parse.js';

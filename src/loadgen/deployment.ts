@@ -1,9 +1,9 @@
 // The deployment under test, through its public API only (API.md): the bench needs nothing but a
 // URL and tokens, so it runs against any `seckill serve`, local or not.
-import type { VoucherAudit } from '../audit/check-voucher.js';
-import { JsonClient, type JsonResponse } from '../cli/http-client.js';
+import type { VoucherAudit } from '../consistency/audit.js';
+import { JsonClient, type JsonResponse } from './http-client.js';
 import type { VoucherKind } from '../infra/db/types.js';
-import type { VoucherStats } from '../reconcile/stats.js';
+import type { VoucherStats } from '../consistency/stats.js';
 
 // The admin routes answer with these shapes as JSON (all numbers and strings, no bigint).
 export type { VoucherAudit, VoucherKind, VoucherStats };

@@ -3,7 +3,7 @@
 // reported as not found, so ids cannot be probed.
 import type { Principal } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
-import type { InflightReader } from '../seckill/inflight.js';
+import type { InflightReader } from './inflight.js';
 import { type OrderView, orderFromInflight } from './order.js';
 import type { OrderRepository } from './repository.js';
 

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts.js';
-import type { InflightReader } from '../seckill/inflight.js';
+import type { InflightReader } from '../orders/inflight.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 

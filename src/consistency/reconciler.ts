@@ -21,7 +21,7 @@ import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
 import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
 import { FailureReason } from '../pipeline/store-orders.js';
-import type { InflightOrder } from '../seckill/inflight.js';
+import type { InflightOrder } from '../orders/inflight.js';
 import { isMalformed, parseEntry } from '../pipeline/entries.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';

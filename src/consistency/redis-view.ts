@@ -2,7 +2,7 @@
 import type { Redis } from 'ioredis';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { defineAll } from '../infra/redis/scripts.js';
-import { type InflightOrder, parseInflight } from '../seckill/inflight.js';
+import { type InflightOrder, parseInflight } from '../orders/inflight.js';
 
 /** A voucher's Redis state read in one atomic step. */
 export interface RedisState {

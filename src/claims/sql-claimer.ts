@@ -12,7 +12,7 @@ import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { Voucher } from '../vouchers/voucher.js';
-import { endedError, notStartedError, soldOutError } from '../seckill/claim.js';
+import { endedError, notStartedError, soldOutError } from './seckill-claimer.js';
 import { withClaimLock } from './claim-lock.js';
 
 export interface SqlClaim {

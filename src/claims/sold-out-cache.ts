@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Scripts } from '../infra/redis/scripts.js';
 import type { Voucher } from '../vouchers/voucher.js';
-import type { UnitsBack } from './units-back.js';
+import type { UnitsBack } from '../protection/units-back.js';
 
 /** Bounds the snapshot: Redis builds it in one script call, and each process holds it. */
 const SNAPSHOT_MAX_USERS = 20_000;

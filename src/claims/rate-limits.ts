@@ -5,7 +5,7 @@
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { ClaimRateLimits, Scripts } from '../infra/redis/scripts.js';
-import type { SqlClaim, SqlClaimResult } from '../sql-claims/claim.js';
+import type { SqlClaim, SqlClaimResult } from './sql-claimer.js';
 
 export function claimRateLimits(config: Config): ClaimRateLimits {
   return {

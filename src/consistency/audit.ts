@@ -5,9 +5,9 @@
 import type { Redis } from 'ioredis';
 import type { Db } from '../infra/db/database.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { countDrift, observeVoucher } from '../reconcile/observe.js';
-import { createReconcileScripts } from '../reconcile/redis-view.js';
-import type { InflightReader } from '../seckill/inflight.js';
+import { countDrift, observeVoucher } from './observe.js';
+import { createReconcileScripts } from './redis-view.js';
+import type { InflightReader } from '../orders/inflight.js';
 
 export interface Check {
   id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5';

@@ -11,7 +11,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../infra/db/database.js';
 import { FailureReason } from '../pipeline/store-orders.js';
-import type { InflightOrder } from '../seckill/inflight.js';
+import type { InflightOrder } from '../orders/inflight.js';
 import type { ReconcileScripts, RedisState } from './redis-view.js';
 
 const ATTEMPTS = 20;

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { Guards } from '../auth/guards.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
 import { AppError } from '../errors.js';
-import type { VoucherAudit } from '../audit/check-voucher.js';
+import type { VoucherAudit } from './audit.js';
 import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 

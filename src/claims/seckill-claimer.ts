@@ -7,8 +7,8 @@
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import { AdmitCode, type AdmitResult } from '../infra/redis/scripts.js';
-import { rateLimited } from '../protection/rate-limits.js';
-import type { SoldOutCache } from '../protection/sold-out-cache.js';
+import { rateLimited } from './rate-limits.js';
+import type { SoldOutCache } from './sold-out-cache.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { AdmitOne } from './admission-batch.js';

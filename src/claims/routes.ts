@@ -3,10 +3,10 @@ import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
-import type { ClaimTokens } from '../protection/claim-tokens.js';
-import type { SqlClaim, SqlClaimResult } from '../sql-claims/claim.js';
+import type { ClaimTokens } from './claim-tokens.js';
+import type { SqlClaim, SqlClaimResult } from './sql-claimer.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
-import type { Admission, SeckillClaim } from './claim.js';
+import type { Admission, SeckillClaim } from './seckill-claimer.js';
 
 const ClaimBody = Type.Object(
   { quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })) },
