@@ -34,6 +34,7 @@ import { getOrderUseCase } from './orders/get-order.js';
 import { listOrdersUseCase } from './orders/list-orders.js';
 import { createOrderRepository } from './orders/repository.js';
 import { batchAdmissions } from './claims/admission-batch.js';
+import { claimersByKind } from './claims/claimers.js';
 import { claimSeckillUseCase } from './claims/seckill-claimer.js';
 import { createInflightReader, type InflightReader } from './orders/inflight.js';
 import { OrderPipeline } from './pipeline/consumer.js';
@@ -135,14 +136,10 @@ export async function createContainer(config: Config, log: Logger, options: Cont
         directory,
         claimTokens,
         soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
-        claimSeckill: claimSeckillUseCase({
-          ids,
-          admit: batchAdmissions(scripts, limits),
-          redisState,
-          soldOut,
-          onOutcome: metrics.countClaim,
+        claimers: claimersByKind({
+          redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions(scripts, limits), redisState, soldOut, onOutcome: metrics.countClaim }),
+          inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
         }),
-        claimInSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
       },
       claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
       orders: {

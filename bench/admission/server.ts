@@ -64,7 +64,7 @@ async function benchApp(c: Container, scenario: Scenario): Promise<FastifyInstan
   let claims = c.appDeps.claims;
   if (scenario.knobs.includes('stub-claim')) {
     let n = 0;
-    claims = { ...claims, claimSeckill: async (claim) => ({ orderId: String(++n), quantity: claim.quantity, fresh: true }) };
+    claims = { ...claims, claimers: { ...claims.claimers, seckill: async () => ({ orderId: String(++n), status: 'processing', fresh: true }) } };
   }
   const app = await buildApp({ ...c.appDeps, claims });
   if (scenario.knobs.includes('worker')) await c.startPipeline();

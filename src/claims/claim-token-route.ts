@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
-import { endedError, notStartedError } from './seckill-claimer.js';
+import { endedError, notStartedError } from './errors.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { ClaimTokens } from './claim-tokens.js';
 

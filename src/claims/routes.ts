@@ -4,9 +4,9 @@ import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
 import { type App, ErrorBody, IdParams } from '../http.js';
 import type { ClaimTokens } from './claim-tokens.js';
-import type { SqlClaim, SqlClaimResult } from './sql-claimer.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
-import type { Admission, SeckillClaim } from './seckill-claimer.js';
+import type { VoucherKind } from '../infra/db/types.js';
+import type { Claimer } from './claim.js';
 
 const ClaimBody = Type.Object(
   { quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })) },
@@ -25,12 +25,11 @@ export interface ClaimRouteDeps {
   claimTokens: Pick<ClaimTokens, 'check'>;
   /** First hook of the claim route: answers what needs no identity (protection/sold-out-gate.ts). */
   soldOutGate: onRequestHookHandler;
-  claimSeckill(claim: SeckillClaim): Promise<Admission>;
-  /** limited and common kinds: the order is stored before the answer. */
-  claimInSql(claim: SqlClaim): Promise<SqlClaimResult>;
+  /** The claimer of each kind (claimers.ts). */
+  claimers: Record<VoucherKind, Claimer>;
 }
 
-export function registerClaimRoutes(app: App, { guards, directory, claimTokens, soldOutGate, claimSeckill, claimInSql }: ClaimRouteDeps) {
+export function registerClaimRoutes(app: App, { guards, directory, claimTokens, soldOutGate, claimers }: ClaimRouteDeps) {
   app.post(
     '/api/vouchers/:id/orders',
     {
@@ -65,12 +64,8 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
         quantity: request.body.quantity ?? 1,
         idempotencyKey: request.headers['idempotency-key'],
       };
-      if (voucher.kind !== 'seckill') {
-        const { orderId } = await claimInSql(claim);
-        return reply.code(201).send({ orderId, status: 'pending_payment' });
-      }
-      const admission = await claimSeckill(claim);
-      return reply.code(202).send({ orderId: admission.orderId, status: 'processing' });
+      const { orderId, status } = await claimers[voucher.kind](claim);
+      return reply.code(status === 'processing' ? 202 : 201).send({ orderId, status });
     },
   );
 }

@@ -7,7 +7,7 @@
 // token still hears 401. Every other claim takes the full path (claim.ts consults the flag again,
 // with the caller known).
 import type { onRequestHookHandler } from 'fastify';
-import { soldOutError } from './seckill-claimer.js';
+import { soldOutError } from './errors.js';
 import { parseId } from '../ids/parse.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 

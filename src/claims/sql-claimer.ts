@@ -11,22 +11,10 @@ import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
-import type { Voucher } from '../vouchers/voucher.js';
-import { endedError, notStartedError, soldOutError } from './seckill-claimer.js';
+import { kindOf } from '../vouchers/kinds.js';
+import type { Claim, Claimed, Claimer } from './claim.js';
 import { withClaimLock } from './claim-lock.js';
-
-export interface SqlClaim {
-  voucher: Voucher;
-  userId: bigint;
-  quantity: number;
-  idempotencyKey?: string;
-}
-
-export interface SqlClaimResult {
-  orderId: string;
-  /** false when an earlier claim with the same Idempotency-Key was answered again. */
-  fresh: boolean;
-}
+import { endedError, keyReusedError, limitExceededError, notStartedError, soldOutError } from './errors.js';
 
 export interface ClaimInSqlDeps {
   db: Db;
@@ -38,10 +26,10 @@ export interface ClaimInSqlDeps {
   lockTtlMs: number;
 }
 
-export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: ClaimInSqlDeps) {
-  return async function claimInSql(claim: SqlClaim): Promise<SqlClaimResult> {
+export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: ClaimInSqlDeps): Claimer {
+  return async function claimInSql(claim) {
     const result =
-      claim.voucher.kind === 'limited'
+      kindOf(claim.voucher).perUserLock
         ? await withClaimLock(redis, keys.claimLock(claim.voucher.id, claim.userId), lockTtlMs, (lockLost) => storeClaim(db, ids, claim, lockLost))
         : await storeClaim(db, ids, claim);
     if (result.fresh) {
@@ -66,7 +54,7 @@ export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: C
  * the quantity row, then the order insert. Checks in the order of the seckill script: replay,
  * window, limit, stock (a buyer at the limit hears LIMIT_EXCEEDED even when sold out).
  */
-async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: () => boolean): Promise<SqlClaimResult> {
+async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, lockLost?: () => boolean): Promise<Claimed> {
   const voucherId = claim.voucher.id.toString();
   const userId = claim.userId.toString();
   const q = claim.quantity;
@@ -101,7 +89,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: 
       .forUpdate()
       .executeTakeFirst();
     if ((held?.quantity ?? 0) + q > voucher.per_user_limit) {
-      throw new AppError('LIMIT_EXCEEDED', `at most ${voucher.per_user_limit} unit(s) per user`);
+      throw limitExceededError(voucher.per_user_limit);
     }
     if (q > voucher.stock) throw soldOutError(false);
 
@@ -137,12 +125,12 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: SqlClaim, lockLost?: 
     // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is
     // a fail-fast guard; the locked rows above are what keep the limit.
     if (lockLost?.()) throw new AppError('LOCK_LOST', 'the claim lock was lost before the order was stored; nothing was taken, retry');
-    return { orderId, fresh: true };
+    return { orderId, status: 'pending_payment', fresh: true };
   });
 }
 
 /** The order an earlier claim stored under this Idempotency-Key, if any; another quantity is a misuse of the key. */
-async function replayOf(trx: Transaction<Database>, voucherId: string, userId: string, key: string, quantity: number) {
+async function replayOf(trx: Transaction<Database>, voucherId: string, userId: string, key: string, quantity: number): Promise<Claimed | undefined> {
   const order = await trx
     .selectFrom('orders')
     .select(['id', 'quantity'])
@@ -152,7 +140,7 @@ async function replayOf(trx: Transaction<Database>, voucherId: string, userId: s
     .executeTakeFirst();
   if (!order) return undefined;
   if (order.quantity !== quantity) {
-    throw new AppError('IDEMPOTENCY_KEY_REUSED', `this Idempotency-Key was used for order ${order.id} with quantity ${order.quantity}`);
+    throw keyReusedError(order.id, order.quantity);
   }
-  return { orderId: order.id, fresh: false };
+  return { orderId: order.id, status: 'pending_payment' as const, fresh: false };
 }

@@ -8,6 +8,7 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import { countDrift, observeVoucher } from './observe.js';
 import { createReconcileScripts } from './redis-view.js';
 import type { InflightReader } from '../orders/inflight.js';
+import { VOUCHER_KINDS } from '../vouchers/kinds.js';
 
 export interface Check {
   id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5';
@@ -113,7 +114,7 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
     const releases = await db.selectFrom('release_outbox').select('order_id').where('voucher_id', '=', id).execute();
     if (releases.length) i4.push(`${releases.length} release(s) not given back to Redis yet`);
   }
-  if (voucher.kind === 'seckill') i4.push(...(await redisConverges(deps, voucherId)));
+  if (VOUCHER_KINDS[voucher.kind].redisGated) i4.push(...(await redisConverges(deps, voucherId)));
 
   const i5: string[] = [];
   if (stored.size !== orders.length) i5.push(`${orders.length - stored.size} duplicated order id(s)`);

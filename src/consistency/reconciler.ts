@@ -28,6 +28,7 @@ import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-s
 import type { Voucher } from '../vouchers/voucher.js';
 import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
 import { createReconcileScripts } from './redis-view.js';
+import { kindOf, kindsWhere } from '../vouchers/kinds.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
 const SETTLE_GRACE_MS = 5_000;
@@ -148,7 +149,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
   }
 
-  async function repairSeckill(voucher: Voucher, report: ReconcileReport, note: (d: Drift) => void) {
+  async function repairRedisState(voucher: Voucher, report: ReconcileReport, note: (d: Drift) => void) {
     const first = await observe(voucher.id);
     if (first.kind === 'not_found') return;
     if (first.kind === 'missing') {
@@ -248,7 +249,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (!(await mutex.tryAcquire())) return { ...report, verified: false };
     try {
       await finishLeftovers(voucher, note);
-      if (voucher.kind === 'seckill') await repairSeckill(voucher, report, note);
+      if (kindOf(voucher).redisGated) await repairRedisState(voucher, report, note);
       return report;
     } finally {
       await mutex.release().catch(() => undefined);
@@ -263,7 +264,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         .select('id')
         .where((eb) =>
           eb.or([
-            eb.and([eb('kind', '=', 'seckill'), eb('end_at', '>', sql<Date>`now(3) - interval ${RETAIN_AFTER_END_MS / 1000} second`)]),
+            eb.and([eb('kind', 'in', kindsWhere('redisGated')), eb('end_at', '>', sql<Date>`now(3) - interval ${RETAIN_AFTER_END_MS / 1000} second`)]),
             eb(
               'id',
               'in',

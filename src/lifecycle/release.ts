@@ -5,6 +5,7 @@
 // commit (outbox-relay.ts), exactly once even if this process dies in between.
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../infra/db/types.js';
+import { VOUCHER_KINDS } from '../vouchers/kinds.js';
 
 export type ReleaseStatus = 'expired' | 'cancelled';
 
@@ -61,8 +62,8 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     set uq.quantity = uq.quantity - d.q`.execute(trx);
   if (Number(numAffectedRows) !== held.size) throw new Error('a released order had no per-user quantity row');
 
-  const seckill = new Set(vouchers.filter((v) => v.kind === 'seckill').map((v) => v.id));
-  const outbox = orders.filter((o) => seckill.has(o.voucher_id));
+  const gated = new Set(vouchers.filter((v) => VOUCHER_KINDS[v.kind].redisGated).map((v) => v.id));
+  const outbox = orders.filter((o) => gated.has(o.voucher_id));
   if (outbox.length) {
     await trx
       .insertInto('release_outbox')

@@ -1,4 +1,4 @@
-// Use case: an admin creates a voucher; a seckill voucher is warmed into Redis at once so the
+// Use case: an admin creates a voucher; a Redis-gated (seckill) voucher is warmed into Redis at once so the
 // first claim needs no database read.
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
@@ -7,6 +7,7 @@ import type { VoucherDirectory } from './directory.js';
 import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
+import { kindOf, VOUCHER_KINDS } from './kinds.js';
 
 export interface CreateVoucherInput {
   title: string;
@@ -38,8 +39,8 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory }: C
     const beginAt = parseTime('beginAt', input.beginAt);
     const endAt = parseTime('endAt', input.endAt);
     if (endAt <= beginAt) throw new AppError('INVALID_REQUEST', 'endAt must be after beginAt');
-    if (input.waitlist && input.kind !== 'seckill') {
-      throw new AppError('INVALID_REQUEST', 'waitlist is only available for seckill vouchers');
+    if (input.waitlist && !VOUCHER_KINDS[input.kind].waitlist) {
+      throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher cannot have a waitlist`);
     }
     const voucher: Voucher = {
       id: ids.next(),
@@ -56,7 +57,7 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory }: C
     };
     await vouchers.insert(voucher);
     // If this fails the voucher still exists; its first claim rebuilds the state from the database.
-    if (voucher.kind === 'seckill') await redisState.create(voucher);
+    if (kindOf(voucher).redisGated) await redisState.create(voucher);
     directory.remember(voucher);
     return voucher;
   };

@@ -13,6 +13,7 @@ import type { Scripts } from '../infra/redis/scripts.js';
 import type { InflightReader } from '../orders/inflight.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
+import { kindOf } from './kinds.js';
 
 /** Redis state outlives the sale window by this much (late payments, expiries, audits). */
 export const RETAIN_AFTER_END_MS = 7 * 24 * 3600 * 1000;
@@ -48,7 +49,7 @@ export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflig
     perUserLimit: v.perUserLimit,
     inflight: inflightOrders,
     expireAtSeconds: expireAtSeconds(v),
-    waitlistCap: v.kind === 'seckill' && v.waitlist ? waitlistMax : 0,
+    waitlistCap: kindOf(v).waitlist && v.waitlist ? waitlistMax : 0,
   });
 
   async function fill(key: string, entries: [string, number][]) {

@@ -7,11 +7,12 @@ import type { CreateVoucherInput } from './create-voucher.js';
 import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import { type Voucher, voucherJson } from './voucher.js';
+import { kindOf, VOUCHER_KIND_NAMES } from './kinds.js';
 
 const CreateVoucherBody = Type.Object(
   {
     title: Type.String({ minLength: 1, maxLength: 200 }),
-    kind: Type.Union([Type.Literal('seckill'), Type.Literal('limited'), Type.Literal('common')]),
+    kind: Type.Union(VOUCHER_KIND_NAMES.map((k) => Type.Literal(k))),
     stock: Type.Integer({ minimum: 1, maximum: 10_000_000 }),
     beginAt: Type.String({ format: 'date-time' }),
     endAt: Type.String({ format: 'date-time' }),
@@ -46,9 +47,9 @@ export interface VoucherRouteDeps {
 }
 
 export function registerVoucherRoutes(app: App, { guards, directory, redisState, vouchers, createVoucher }: VoucherRouteDeps) {
-  /** Live units left: Redis for seckill vouchers (rebuilt if missing), the database otherwise. */
+  /** Live units left: Redis for Redis-gated vouchers (rebuilt if missing), the database otherwise. */
   async function available(v: Voucher): Promise<number> {
-    if (v.kind !== 'seckill') return (await vouchers.findById(v.id))?.stock ?? 0;
+    if (!kindOf(v).redisGated) return (await vouchers.findById(v.id))?.stock ?? 0;
     let units = await redisState.available(v.id);
     if (units === null) {
       await redisState.rewarm(v);
