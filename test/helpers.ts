@@ -7,7 +7,7 @@ import { type Config, loadConfig } from '../src/config.js';
 import { type Container, createContainer } from '../src/container.js';
 import type { App } from '../src/http.js';
 import { dropDatabase } from '../src/infra/db/database.js';
-import { isMalformed, parseEntry } from '../src/pipeline/entries.js';
+import { isMalformed, parseEntry } from '../src/infra/redis/records.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';

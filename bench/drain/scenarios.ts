@@ -8,7 +8,7 @@ import type { Container } from '../../src/container.js';
 import { AdmitCode } from '../../src/infra/redis/scripts.js';
 import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
-import { isMalformed, parseEntry, type RawEntry } from '../../src/pipeline/entries.js';
+import { isMalformed, parseEntry, type RawEntry } from '../../src/infra/redis/records.js';
 import { type Breakdown, createBreakdown, type CpuSample, cpuMeter, type ProfileSummary, startProfile } from './probes.js';
 
 const PAYMENT_TIMEOUT_S = 900;

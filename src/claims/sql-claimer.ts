@@ -12,6 +12,7 @@ import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
 import { kindOf } from '../vouchers/kinds.js';
+import { takeStock } from '../vouchers/stock.js';
 import type { Claim, Claimed, Claimer } from './claim.js';
 import { withClaimLock } from './claim-lock.js';
 import { endedError, keyReusedError, limitExceededError, notStartedError, soldOutError } from './errors.js';
@@ -93,14 +94,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, lockLost?: () 
     }
     if (q > voucher.stock) throw soldOutError(false);
 
-    const updated = await trx
-      .updateTable('vouchers')
-      .set({ stock: sql`stock - ${q}`, version: sql`version + 1` })
-      .where('id', '=', voucherId)
-      .where('stock', '>=', q)
-      .executeTakeFirst();
-    // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
-    if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${voucherId}`);
+    await takeStock(trx, voucherId, q);
     await trx
       .insertInto('user_quantities')
       .values({ voucher_id: voucherId, user_id: userId, quantity: q })

@@ -10,8 +10,8 @@
 // not yet given back are outbox rows without a mark in Redis; both are accounted for.)
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../infra/db/database.js';
-import { FailureReason } from '../pipeline/store-orders.js';
-import type { InflightOrder } from '../orders/inflight.js';
+import { compensationOf, settlementOfRow } from '../pipeline/settlement.js';
+import type { InflightOrder } from '../infra/redis/records.js';
 import type { ReconcileScripts, RedisState } from './redis-view.js';
 
 const ATTEMPTS = 20;
@@ -65,11 +65,12 @@ function expectedState(d: DbSide, redis: RedisState): Expected {
   const buyers = new Map(d.quantities);
   const hold = (user: string, units: number) => buyers.set(user, (buyers.get(user) ?? 0) + units);
   for (const o of redis.inflight) {
-    const stored = d.stored.get(o.orderId);
-    if (stored && stored.status !== 'failed') continue; // the database has it already
+    const row = d.stored.get(o.orderId);
+    const settlement = row && settlementOfRow(row);
+    if (settlement?.kind === 'stored') continue; // the database has it already
     hold(o.userId, o.quantity);
-    // A failed order gets its stock back at settlement, except when the database never had it.
-    if (!stored || !(stored.failureReason ?? '').startsWith(FailureReason.SOLD_OUT)) stock -= o.quantity;
+    // Not stored yet, or failed and its compensation (settlement.ts) still to come.
+    if (!settlement || compensationOf(settlement).restoreStock) stock -= o.quantity;
   }
   for (const row of d.outbox) {
     if (redis.released.has(row.order_id)) continue;

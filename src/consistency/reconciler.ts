@@ -20,9 +20,8 @@ import type { Scripts } from '../infra/redis/scripts.js';
 import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
 import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
-import { FailureReason } from '../pipeline/store-orders.js';
-import type { InflightOrder } from '../orders/inflight.js';
-import { isMalformed, parseEntry } from '../pipeline/entries.js';
+import { settleInput, settlementOfRow } from '../pipeline/settlement.js';
+import { type InflightOrder, inflightOfEntry, isMalformed, parseEntry } from '../infra/redis/records.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
@@ -105,12 +104,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const unsettled = o.redis.inflight.filter((x) => o.stored.has(x.orderId) && Date.now() - x.createdAt.getTime() > SETTLE_GRACE_MS);
 
     const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
-    const voucher = o.voucherId.toString();
     const candidates: InflightOrder[] = [];
     for (const raw of await unacknowledgedEntries(redis, stream, ENTRIES_SCANNED)) {
       const e = parseEntry(shard, raw, 1);
       if (isMalformed(e) || e.voucherId !== o.voucherId || recorded.has(e.orderId)) continue;
-      candidates.push({ orderId: e.orderId, voucherId: voucher, userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId });
+      candidates.push(inflightOfEntry(e));
     }
     const storedIds = candidates.length
       ? new Set((await db.selectFrom('orders').select('id').where('id', 'in', candidates.map((c) => c.orderId)).execute()).map((r) => r.id))
@@ -206,22 +204,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       const settled = await scripts.settle(
         CONSUMER_GROUP,
         shard,
-        unsettled.map((x) => {
-          const stored = o.stored.get(x.orderId)!;
-          const failed = stored.status === 'failed';
-          const reason = stored.failureReason ?? '';
-          return {
-            shard,
-            streamId: x.streamId,
-            orderId: x.orderId,
-            voucherId: voucher.id,
-            userId: x.userId,
-            quantity: x.quantity,
-            restoreStock: failed && !reason.startsWith(FailureReason.SOLD_OUT),
-            restoreBuyer: failed,
-            failureReason: failed ? reason : undefined,
-          };
-        }),
+        unsettled.map((x) => settleInput({ ...x, shard, voucherId: voucher.id }, settlementOfRow(o.stored.get(x.orderId)!))),
       );
       unsettled.forEach((x, i) =>
         note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[i] ?? false }),

@@ -2,7 +2,7 @@
 import type { Redis } from 'ioredis';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { defineAll } from '../infra/redis/scripts.js';
-import { type InflightOrder, parseInflight } from '../orders/inflight.js';
+import { type InflightOrder, inflightRecord, parseInflight } from '../infra/redis/records.js';
 
 /** A voucher's Redis state read in one atomic step. */
 export interface RedisState {
@@ -23,9 +23,6 @@ export interface Correction {
   inflightCounter: number;
   buyers: Map<string, number>;
 }
-
-/** The in-flight record as admit-n.lua writes it (parsed by seckill/inflight.ts). */
-const record = (o: InflightOrder) => `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}`;
 
 export interface ReconcileScripts {
   /** null when the voucher has no Redis state. */
@@ -62,11 +59,11 @@ export function createReconcileScripts(redis: Redis, keys: KeySpace): ReconcileS
       return (await call.repair!(keys.voucher(voucherId), keys.buyers(voucherId), gen, stock, inflightCounter, ...pairs)) === 1;
     },
     async requeue(order) {
-      return (await call.requeue!(...shardKeys(BigInt(order.voucherId)), order.orderId, record(order))) === 1;
+      return (await call.requeue!(...shardKeys(BigInt(order.voucherId)), order.orderId, inflightRecord(order))) === 1;
     },
     async adopt(order) {
       const voucherId = BigInt(order.voucherId);
-      return (await call.adopt!(...shardKeys(voucherId), keys.voucher(voucherId), order.orderId, order.streamId, record(order))) === 1;
+      return (await call.adopt!(...shardKeys(voucherId), keys.voucher(voucherId), order.orderId, order.streamId, inflightRecord(order))) === 1;
     },
   };
 }

@@ -6,6 +6,7 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../infra/db/types.js';
 import { VOUCHER_KINDS } from '../vouchers/kinds.js';
+import { returnStock } from '../vouchers/stock.js';
 
 export type ReleaseStatus = 'expired' | 'cancelled';
 
@@ -48,7 +49,7 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     .forUpdate()
     .execute();
   for (const id of [...units.keys()].sort(byId)) {
-    await trx.updateTable('vouchers').set({ stock: sql`stock + ${units.get(id)!}`, version: sql`version + 1` }).where('id', '=', id).execute();
+    await returnStock(trx, id, units.get(id)!);
   }
 
   // One statement for every (voucher, user): the rows exist while their orders are active. (Ids

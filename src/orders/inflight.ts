@@ -2,21 +2,7 @@
 // one record per order into its shard's hash; the order pipeline removes it once stored.
 import type { Redis } from 'ioredis';
 import type { KeySpace } from '../infra/redis/keys.js';
-
-export interface InflightOrder {
-  orderId: string;
-  voucherId: string;
-  userId: string;
-  quantity: number;
-  createdAt: Date;
-  streamId: string;
-}
-
-/** Parses the record written by admit-n.lua (or restock-7.lua, for a waitlist promotion): "voucherId|userId|quantity|createdMs|streamId". */
-export function parseInflight(orderId: string, record: string): InflightOrder {
-  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
-  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId };
-}
+import { type InflightOrder, parseInflight } from '../infra/redis/records.js';
 
 export interface InflightReader {
   /** Looks the order up on every shard (the id does not say which one). */

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import type { OrdersTable } from '../infra/db/types.js';
-import type { InflightOrder } from './inflight.js';
+import type { InflightOrder } from '../infra/redis/records.js';
 
 export type OrderStatus = 'processing' | OrdersTable['status'];
 

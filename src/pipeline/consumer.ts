@@ -14,9 +14,10 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import { DEAD_LETTER_MAX_LEN, type Scripts, type SettleInput } from '../infra/redis/scripts.js';
 import type { OrderEvent, OrderEvents } from '../orders/events.js';
 import { isTransientDbError } from './db-errors.js';
-import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from './entries.js';
+import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
-import { FailureReason, type Settlement, storeOrders } from './store-orders.js';
+import { FailureReason, type Settlement, settleInput } from './settlement.js';
+import { storeOrders } from './store-orders.js';
 
 const MAX_BACKOFF_MS = 5_000;
 
@@ -190,19 +191,7 @@ class Lane {
     for (const e of entries) {
       const outcome = decided.get(e.orderId);
       if (!outcome) continue; // not decided: stays pending
-      const isFailed = outcome.kind === 'failed';
-      // Named fields, not a spread of the entry: one object shape, built 500 times per batch.
-      const input: SettleInput = {
-        shard: e.shard,
-        streamId: e.streamId,
-        orderId: e.orderId,
-        voucherId: e.voucherId,
-        userId: e.userId,
-        quantity: e.quantity,
-        restoreStock: isFailed && outcome.restoreStock,
-        restoreBuyer: isFailed,
-        failureReason: isFailed ? outcome.reason : undefined,
-      };
+      const input = settleInput(e, outcome);
       const list = byShard.get(e.shard);
       if (list) list.push(input);
       else byShard.set(e.shard, [input]);

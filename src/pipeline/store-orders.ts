@@ -11,24 +11,9 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
 import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
-import type { OrderEntry } from './entries.js';
-
-export const FailureReason = {
-  /** The database had fewer units than Redis handed out: Redis must not get them back. */
-  SOLD_OUT: 'DB_SOLD_OUT',
-  LIMIT_EXCEEDED: 'DB_LIMIT_EXCEEDED',
-  VOUCHER_NOT_FOUND: 'VOUCHER_NOT_FOUND',
-  /** Delivered too many times without being stored. */
-  POISON: 'POISON',
-} as const;
-
-export type Settlement =
-  /** The order holds its units in the database (whatever its status is now): no compensation. */
-  | { kind: 'stored' }
-  /** The order is stored as failed: Redis gives the buyer's units back, and the stock if it existed. */
-  | { kind: 'failed'; reason: string; restoreStock: boolean };
-
-const failed = (reason: string): Settlement => ({ kind: 'failed', reason, restoreStock: !reason.startsWith(FailureReason.SOLD_OUT) });
+import type { OrderEntry } from '../infra/redis/records.js';
+import { takeStock } from '../vouchers/stock.js';
+import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
 
 /** The row of one order: pending with its payment window, or failed with its reason. */
 function orderRow(e: OrderEntry, outcome: { timeout: number } | { reason: string; createdAt?: Date }): OrderRow {
@@ -63,7 +48,7 @@ async function alreadyStored(trx: Transaction<Database>, entries: OrderEntry[], 
     .where('id', 'in', entries.map((e) => e.orderId))
     .execute();
   for (const row of rows) {
-    out.set(row.id, row.status === 'failed' ? failed(row.failure_reason ?? FailureReason.POISON) : { kind: 'stored' });
+    out.set(row.id, settlementOfRow({ status: row.status, failureReason: row.failure_reason }));
   }
 }
 
@@ -76,7 +61,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
     .forUpdate()
     .executeTakeFirst();
   const failRow = (e: OrderEntry, reason: string) => {
-    out.set(e.orderId, failed(reason));
+    out.set(e.orderId, failedWith(reason));
     rows.push(orderRow(e, { reason }));
   };
   if (!voucher) {
@@ -105,20 +90,12 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   }
   if (accepted.length === 0) return;
 
-  const total = voucher.stock - stockLeft;
-  const updated = await trx
-    .updateTable('vouchers')
-    .set({ stock: sql`stock - ${total}`, version: sql`version + 1` })
-    .where('id', '=', id)
-    .where('stock', '>=', total)
-    .executeTakeFirst();
-  // The row is locked, so this cannot miss; if it ever does, roll back rather than oversell.
-  if (updated.numUpdatedRows !== 1n) throw new Error(`conditional stock update missed for voucher ${id}`);
+  await takeStock(trx, id, voucher.stock - stockLeft);
 
   await sql.raw(addQuantitiesSql(voucherId, added)).execute(trx);
 
   for (const e of accepted) {
-    out.set(e.orderId, { kind: 'stored' });
+    out.set(e.orderId, STORED);
     rows.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
   }
 }
@@ -157,7 +134,7 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
     const rows: OrderRow[] = [];
     if (failAll) {
       for (const e of fresh) {
-        out.set(e.orderId, failed(failAll));
+        out.set(e.orderId, failedWith(failAll));
         // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
         rows.push(orderRow(e, { reason: failAll, createdAt: new Date() }));
       }

@@ -7,6 +7,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { KeySpace } from './keys.js';
+import type { OrderRef } from './records.js';
 
 const LUA_DIR = fileURLToPath(new URL('./lua/', import.meta.url));
 
@@ -136,16 +137,6 @@ export type RestockResult =
   | { kind: 'already' }
   /** The voucher's state is missing: warm it (warming marks the database's releases as given back). */
   | { kind: 'missing' };
-
-/** One admitted order as its stream entry names it. */
-export interface OrderRef {
-  shard: number;
-  streamId: string;
-  orderId: string;
-  voucherId: bigint;
-  userId: string;
-  quantity: number;
-}
 
 export interface SettleInput extends OrderRef {
   /** Give the unit back to Redis stock (the database never took it, but had it). */

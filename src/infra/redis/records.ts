@@ -1,0 +1,91 @@
+// The two record formats the Lua scripts write, parsed (and, where TypeScript writes one, built)
+// here and nowhere else:
+// - the in-flight record, one per admitted order not stored yet, in its shard's hash
+//   (orderId -> "voucherId|userId|quantity|createdMs|streamId"), by lib/admission.lua (admit-n.lua,
+//   restock-7.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
+// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs", by
+//   lib/admission.lua and requeue-2.lua. Entries written before that format (five fields o v u q t)
+//   may still be in a stream after an upgrade and are read as well.
+import { idText, parseId } from '../../ids/parse.js';
+
+export interface InflightOrder {
+  orderId: string;
+  voucherId: string;
+  userId: string;
+  quantity: number;
+  createdAt: Date;
+  streamId: string;
+}
+
+export function parseInflight(orderId: string, record: string): InflightOrder {
+  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
+  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId };
+}
+
+export const inflightRecord = (o: InflightOrder) => `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}`;
+
+/** One admitted order as its stream entry names it. */
+export interface OrderRef {
+  shard: number;
+  streamId: string;
+  orderId: string;
+  voucherId: bigint;
+  userId: string;
+  quantity: number;
+}
+
+export interface OrderEntry extends OrderRef {
+  createdAt: Date;
+  /** Times the group has delivered this entry (1 on first read). */
+  deliveries: number;
+}
+
+export interface MalformedEntry {
+  shard: number;
+  streamId: string;
+  reason: string;
+}
+
+export type RawEntry = [id: string, fields: string[]];
+
+const DIGITS = /^\d{1,16}$/;
+
+/** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined). */
+function entryValues(fields: string[]): (string | undefined)[] {
+  if (fields.length === 2 && fields[0] === 'd') return fields[1]!.split('|');
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+  return [f.o, f.v, f.u, f.q, f.t];
+}
+
+export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
+  const values = entryValues(fields);
+  const orderId = idText(values[0] ?? '');
+  const voucherId = parseId(values[1] ?? '');
+  const userId = idText(values[2] ?? '');
+  // Digits only: Number() would read "" as 0 and "0x10" as 16.
+  const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
+  const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
+  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
+    return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
+  }
+  return {
+    shard,
+    streamId,
+    orderId,
+    voucherId,
+    userId,
+    quantity,
+    createdAt: new Date(createdMs),
+    deliveries,
+  };
+}
+
+export function isMalformed(e: OrderEntry | MalformedEntry): e is MalformedEntry {
+  return !('orderId' in e);
+}
+
+/** The in-flight record an entry's order has (or should have). */
+export function inflightOfEntry(e: OrderEntry): InflightOrder {
+  return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId };
+}
