@@ -12,7 +12,7 @@ import { LeasedIdGenerator } from './ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from './infra/db/database.js';
 import { createRedis } from './infra/redis/client.js';
 import { createKeySpace, type KeySpace } from './infra/redis/keys.js';
-import { createScripts, type Scripts } from './infra/redis/scripts.js';
+import { createScripts, type Scripts } from './infra/redis/scripts/index.js';
 import { ExpiryWorker } from './lifecycle/expiry-worker.js';
 import { cancelOrderUseCase, payOrderUseCase } from './lifecycle/order-actions.js';
 import { createReleaseRelay, type ReleaseRelay } from './lifecycle/outbox-relay.js';
@@ -155,7 +155,7 @@ export async function createContainer(config: Config, log: Logger, options: Cont
       consistency: {
         voucherStats: voucherStatsUseCase({ db, redis, keys }),
         reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
-        auditVoucher: (id, admitted) => auditVoucher({ db, redis, keys, inflight }, id, { admitted }),
+        auditVoucher: (id, admitted) => auditVoucher({ db, redis, keys, inflight, scripts }, id, { admitted }),
       },
     };
 

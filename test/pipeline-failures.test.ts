@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createDb } from '../src/infra/db/database.js';
-import { AdmitCode } from '../src/infra/redis/scripts.js';
+import { AdmitCode } from '../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups } from '../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
 import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from './helpers.js';

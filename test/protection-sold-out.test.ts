@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import type { Container } from '../src/container.js';
-import { createScripts } from '../src/infra/redis/scripts.js';
+import { createScripts } from '../src/infra/redis/scripts/index.js';
 import { createReleases } from '../src/lifecycle/releases.js';
 import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp, waitFor } from './helpers.js';
 import { assertInvariants, waitForDrain } from './invariants.js';

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { decodeId, EPOCH_MS } from '../src/ids/snowflake.js';
 import { LeasedIdGenerator } from '../src/ids/worker-lease.js';
 import { createKeySpace } from '../src/infra/redis/keys.js';
-import { createScripts } from '../src/infra/redis/scripts.js';
+import { createScripts } from '../src/infra/redis/scripts/index.js';
 import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
 
 const keys = createKeySpace(uniqueName('lease'), 4);

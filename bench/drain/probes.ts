@@ -8,7 +8,7 @@ import { Kysely, MysqlDialect, sql, type LogEvent } from 'kysely';
 import { createPool } from 'mysql2';
 import type { Db } from '../../src/infra/db/database.js';
 import type { Database } from '../../src/infra/db/types.js';
-import type { Scripts } from '../../src/infra/redis/scripts.js';
+import type { Scripts } from '../../src/infra/redis/scripts/index.js';
 import { machineBusyUs, processCpuUs } from '../../src/loadgen/machine.js';
 
 export interface Durability {

@@ -5,7 +5,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import type { Container } from '../../src/container.js';
-import { AdmitCode } from '../../src/infra/redis/scripts.js';
+import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type RawEntry } from '../../src/infra/redis/records.js';

@@ -3,7 +3,8 @@
 // carries several claims, and one call instead of several saves most of the per-call cost on both
 // sides: in Node, ioredis' command object, promise and reply parsing; in Redis, the script call.
 // A claim alone waits for nothing extra: the batch leaves in the same turn it would have.
-import { type AdmitClaim, type AdmitResult, type ClaimRateLimits, MAX_ADMIT_BATCH, type Scripts } from '../infra/redis/scripts.js';
+import { type AdmitClaim, type AdmitResult, type ClaimRateLimits, MAX_ADMIT_BATCH } from '../infra/redis/scripts/admission.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 
 interface Waiting {
   claim: AdmitClaim;

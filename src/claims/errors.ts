@@ -1,7 +1,7 @@
 // Claim rejections, built in one place: the admit script's return codes (admitErrorOf), the SQL
 // claims and the claim-token route all answer with these.
 import { AppError } from '../errors.js';
-import { AdmitCode, type AdmitResult } from '../infra/redis/scripts.js';
+import { AdmitCode, type AdmitResult } from '../infra/redis/scripts/admission.js';
 import type { Voucher } from '../vouchers/voucher.js';
 
 export const notStartedError = (voucher: Voucher) => new AppError('NOT_STARTED', `the sale starts at ${voucher.beginAt.toISOString()}`);

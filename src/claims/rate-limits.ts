@@ -3,7 +3,8 @@
 // trip (bench/admission measures what a separate call would cost); a limited or common claim
 // takes them with one bucket call before its SQL transaction.
 import type { Config } from '../config.js';
-import type { ClaimRateLimits, Scripts } from '../infra/redis/scripts.js';
+import type { ClaimRateLimits } from '../infra/redis/scripts/admission.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Claimer } from './claim.js';
 import { rateLimited } from './errors.js';
 

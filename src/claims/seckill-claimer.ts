@@ -5,7 +5,7 @@
 // Redis load is not bounded by requests either (sold-out answers come from memory, see
 // sold-out-cache.ts).
 import type { IdGenerator } from '../ids/worker-lease.js';
-import { AdmitCode } from '../infra/redis/scripts.js';
+import { AdmitCode } from '../infra/redis/scripts/admission.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { AdmitOne } from './admission-batch.js';
 import type { Claimer } from './claim.js';

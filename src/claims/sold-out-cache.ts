@@ -14,7 +14,7 @@
 // not LIMIT_EXCEEDED: both are true, and neither takes anything.)
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { Scripts } from '../infra/redis/scripts.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { UnitsBack } from '../protection/units-back.js';
 

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Db } from '../infra/db/database.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { countDrift, observeVoucher } from './observe.js';
-import { createReconcileScripts } from './redis-view.js';
+import type { ReconcileScripts } from '../infra/redis/scripts/reconcile.js';
 import type { InflightReader } from '../orders/inflight.js';
 import { VOUCHER_KINDS } from '../vouchers/kinds.js';
 
@@ -34,6 +34,7 @@ export interface AuditDeps {
   redis: Redis;
   keys: KeySpace;
   inflight: InflightReader;
+  scripts: Pick<ReconcileScripts, 'inspect'>;
 }
 
 const FIRST = 10;
@@ -56,7 +57,7 @@ export interface AuditOptions {
 
 /** I4 on the live system: Redis against what the database implies. */
 async function redisConverges(deps: AuditDeps, voucherId: bigint): Promise<string[]> {
-  const observed = await observeVoucher({ db: deps.db, reconcileScripts: createReconcileScripts(deps.redis, deps.keys) }, voucherId);
+  const observed = await observeVoucher(deps, voucherId);
   if (observed.kind === 'missing') return ['voucher state missing from Redis'];
   if (observed.kind === 'busy') return ['not verified: the database kept changing while Redis was read (run again)'];
   if (observed.kind === 'not_found') return [];

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../infra/db/database.js';
 import { compensationOf, settlementOfRow } from '../pipeline/settlement.js';
 import type { InflightOrder } from '../infra/redis/records.js';
-import type { ReconcileScripts, RedisState } from './redis-view.js';
+import type { ReconcileScripts, RedisState } from '../infra/redis/scripts/reconcile.js';
 
 const ATTEMPTS = 20;
 const PAUSE_MS = 10;
@@ -44,7 +44,7 @@ export type Observed =
 
 export interface ObserveDeps {
   db: Db;
-  reconcileScripts: ReconcileScripts;
+  scripts: Pick<ReconcileScripts, 'inspect'>;
 }
 
 interface DbSide {
@@ -83,7 +83,7 @@ function expectedState(d: DbSide, redis: RedisState): Expected {
 
 type Attempt = { kind: 'done'; result: Observed } | { kind: 'moved' };
 
-async function attempt({ db, reconcileScripts }: ObserveDeps, voucherId: bigint): Promise<Attempt> {
+async function attempt({ db, scripts }: ObserveDeps, voucherId: bigint): Promise<Attempt> {
   const id = voucherId.toString();
   const read = await db
     .transaction()
@@ -93,7 +93,7 @@ async function attempt({ db, reconcileScripts }: ObserveDeps, voucherId: bigint)
       if (!voucher) return { kind: 'not_found' as const };
       const quantities = await trx.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', id).where('quantity', '>', 0).execute();
       const outbox = await trx.selectFrom('release_outbox').select(['order_id', 'user_id', 'quantity']).where('voucher_id', '=', id).execute();
-      const redis = await reconcileScripts.inspect(voucherId);
+      const redis = await scripts.inspect(voucherId);
       if (!redis) return { kind: 'missing' as const };
       const stored: Observation['stored'] = new Map();
       const ids = redis.inflight.map((o) => o.orderId);

@@ -16,7 +16,7 @@ import { Mutex } from 'redis-semaphore';
 import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { Scripts } from '../infra/redis/scripts.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
 import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
@@ -26,7 +26,6 @@ import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
-import { createReconcileScripts } from './redis-view.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
@@ -92,8 +91,7 @@ interface Findings {
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const { db, redis, keys, scripts, directory, redisState, relay, releases, log } = deps;
-  const reconcileScripts = createReconcileScripts(redis, keys);
-  const observe = (voucherId: bigint) => observeVoucher({ db, reconcileScripts }, voucherId);
+  const observe = (voucherId: bigint) => observeVoucher({ db, scripts }, voucherId);
 
   async function findings(o: Observation): Promise<Findings> {
     const shard = keys.shardOf(o.voucherId);
@@ -181,7 +179,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     // and counted on the next run.
     if (counts && countsAgain && sameDrift(counts, countsAgain) && first.observation.redis.gen === o.redis.gen && orphans.length === 0) {
       const buyers = new Map([...countsAgain.buyers].map(([user, [have, want]]) => [user, want - have]));
-      const done = await reconcileScripts.repair(voucher.id, o.redis.gen, { stock: -countsAgain.stock, inflightCounter: -countsAgain.inflightCounter, buyers });
+      const done = await scripts.repair(voucher.id, o.redis.gen, { stock: -countsAgain.stock, inflightCounter: -countsAgain.inflightCounter, buyers });
       if (done && countsAgain.stock < 0) deps.onUnitsBack?.(voucher.id); // units back on sale
       if (countsAgain.stock) note({ kind: 'stock', detail: `Redis stock ${o.redis.stock}, database implies ${o.expected.stock}`, repaired: done });
       if (countsAgain.inflightCounter) {
@@ -193,10 +191,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
 
     for (const order of both(again.lostEntries, seen.lostEntries)) {
-      note({ kind: 'lost_entry', detail: `order ${order.orderId} admitted but its stream entry is gone; requeued`, repaired: await reconcileScripts.requeue(order) });
+      note({ kind: 'lost_entry', detail: `order ${order.orderId} admitted but its stream entry is gone; requeued`, repaired: await scripts.requeue(order) });
     }
     for (const order of orphans) {
-      note({ kind: 'lost_inflight_record', detail: `order ${order.orderId} in the stream without its in-flight record; restored`, repaired: await reconcileScripts.adopt(order) });
+      note({ kind: 'lost_inflight_record', detail: `order ${order.orderId} in the stream without its in-flight record; restored`, repaired: await scripts.adopt(order) });
     }
     const unsettled = both(again.unsettled, seen.unsettled);
     if (unsettled.length) {

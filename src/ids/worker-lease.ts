@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
-import type { Scripts } from '../infra/redis/scripts.js';
+import { LEASE_HELD_ELSEWHERE, type WorkerIdScripts } from '../infra/redis/scripts/worker-ids.js';
 import { MAX_WORKER_ID, Snowflake } from './snowflake.js';
 
 export interface IdGenerator {
@@ -14,7 +14,7 @@ export interface IdGenerator {
 }
 
 export interface LeasedIdGeneratorDeps {
-  scripts: Scripts;
+  scripts: WorkerIdScripts;
   ttlMs: number;
   log?: Logger;
   /** Wall clock for the ids (tests move it backwards). Lease validity uses the monotonic clock. */
@@ -55,7 +55,7 @@ export class LeasedIdGenerator implements IdGenerator {
       const workerId = (start + i) % (MAX_WORKER_ID + 1);
       const requestedAt = performance.now();
       const highWater = await this.deps.scripts.lease(workerId, this.owner, this.deps.ttlMs, 0);
-      if (highWater < 0) continue;
+      if (highWater === LEASE_HELD_ELSEWHERE) continue;
       this.generator = new Snowflake(workerId, {
         now: this.deps.now,
         startAfterMs: highWater,
@@ -79,7 +79,7 @@ export class LeasedIdGenerator implements IdGenerator {
         this.deps.ttlMs,
         this.generator.lastTimestampMs,
       );
-      if (result >= 0) {
+      if (result !== LEASE_HELD_ELSEWHERE) {
         this.validUntil = requestedAt + this.deps.ttlMs;
         return;
       }

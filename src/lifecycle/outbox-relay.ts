@@ -7,7 +7,8 @@
 // voucher's waitlist.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
-import type { Promotion, Scripts } from '../infra/redis/scripts.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
+import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';

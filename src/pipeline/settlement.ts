@@ -4,7 +4,7 @@
 // The order pipeline settles what it stored; reconciliation settles what a lost settle left;
 // the exact observation predicts the settlement still to come.
 import type { OrderRef } from '../infra/redis/records.js';
-import type { SettleInput } from '../infra/redis/scripts.js';
+import type { SettleInput } from '../infra/redis/scripts/settle.js';
 
 export const FailureReason = {
   /** The database had fewer units than Redis handed out: Redis must not get them back. */

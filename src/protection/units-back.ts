@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { parseId } from '../ids/parse.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { Scripts } from '../infra/redis/scripts.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 

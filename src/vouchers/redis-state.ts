@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { Scripts } from '../infra/redis/scripts.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { InflightReader } from '../orders/inflight.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';

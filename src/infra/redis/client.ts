@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { SELF_BATCHED_COMMANDS } from './scripts.js';
+import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
 export interface RedisOptions {
   /** Blocking consumers need `null` so a long XREADGROUP is never cut short by retries. */

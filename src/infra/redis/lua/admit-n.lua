@@ -24,6 +24,7 @@
 -- closed and version are 0 and "" unless SOLD_OUT.
 -- Checks come first and writes last: a rejected claim never changes stock. A claim that reaches
 -- the checks has taken a token from each enabled bucket.
+--! include lib/time.lua
 --! include lib/admission.lua
 --! include lib/bucket.lua
 local voucherId = ARGV[1]

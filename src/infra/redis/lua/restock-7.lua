@@ -9,6 +9,7 @@
 -- Returns {0, orderId1, userId1, quantity1, ...} for the promotions made,
 --   {1} when this order was given back before, {2} when the voucher's state is missing (warm it:
 --   the database already has the units back, and warming marks the order as given back).
+--! include lib/time.lua
 --! include lib/admission.lua
 local voucherId, releasedId, userId = ARGV[1], ARGV[2], ARGV[3]
 local quantity = tonumber(ARGV[4])

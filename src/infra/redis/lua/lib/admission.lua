@@ -3,12 +3,6 @@
 -- claim. Voucher hash fields: stock, begin, end, limit (per user), expire (unix s), waitcap, gen
 -- (when this state was built: reconciliation repairs only the state it observed).
 
--- Redis TIME as {ms, µs-as-string}; the string keeps full precision for sorted-set scores.
-local function sk_now()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t[1] .. string.format('%06d', tonumber(t[2]))
-end
-
 -- 0 when the claim may be admitted, else 3 NOT_STARTED · 4 ENDED · 5 LIMIT_EXCEEDED · 6 SOLD_OUT
 -- (window first; limit before stock, so a repeat buyer hears LIMIT_EXCEEDED, not SOLD_OUT).
 local function sk_check(stock, v, held, quantity, now)

@@ -1,8 +1,8 @@
-// Typed wrappers of the reconciliation scripts (inspect, repair, requeue, adopt in ../infra/redis/lua).
-import type { Redis } from 'ioredis';
-import type { KeySpace } from '../infra/redis/keys.js';
-import { defineAll } from '../infra/redis/scripts.js';
-import { type InflightOrder, inflightRecord, parseInflight } from '../infra/redis/records.js';
+// Reconciliation and audit: inspect-4.lua reads a voucher's state atomically; repair-2.lua,
+// requeue-2.lua and adopt-3.lua correct what reconciliation confirmed.
+import type { KeySpace } from '../keys.js';
+import { type InflightOrder, inflightRecord, parseInflight } from '../records.js';
+import { type ScriptCalls, scriptCall } from './loader.js';
 
 /** A voucher's Redis state read in one atomic step. */
 export interface RedisState {
@@ -35,19 +35,27 @@ export interface ReconcileScripts {
   adopt(order: InflightOrder): Promise<boolean>;
 }
 
-export function createReconcileScripts(redis: Redis, keys: KeySpace): ReconcileScripts {
-  const call = defineAll(redis);
+/** Each script answers 1 when it changed something, 0 when it found nothing to change. */
+const APPLIED = 1;
+/** inspect-4.lua's first value when the voucher has no state. */
+const ABSENT = 0;
+
+export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileScripts {
+  const inspect = scriptCall(calls, 'inspect');
+  const repair = scriptCall(calls, 'repair');
+  const requeue = scriptCall(calls, 'requeue');
+  const adopt = scriptCall(calls, 'adopt');
   const shardKeys = (voucherId: bigint) => [keys.inflight(keys.shardOf(voucherId)), keys.orders(keys.shardOf(voucherId))];
   return {
     async inspect(voucherId) {
-      const [exists, gen, stock, inflightCounter, buyers, released, inflight] = (await call.inspect!(
+      const [exists, gen, stock, inflightCounter, buyers, released, inflight] = (await inspect(
         keys.voucher(voucherId),
         keys.buyers(voucherId),
         keys.released(voucherId),
         keys.inflight(keys.shardOf(voucherId)),
         voucherId.toString(),
       )) as [number, string, number, number, string[], string[], string[]];
-      if (exists === 0) return null;
+      if (exists === ABSENT) return null;
       const counts = new Map<string, number>();
       for (let i = 0; i + 1 < buyers.length; i += 2) counts.set(buyers[i]!, Number(buyers[i + 1]));
       const orders: InflightOrder[] = [];
@@ -56,14 +64,14 @@ export function createReconcileScripts(redis: Redis, keys: KeySpace): ReconcileS
     },
     async repair(voucherId, gen, { stock, inflightCounter, buyers }) {
       const pairs = [...buyers].flatMap(([user, offset]) => [user, offset]);
-      return (await call.repair!(keys.voucher(voucherId), keys.buyers(voucherId), gen, stock, inflightCounter, ...pairs)) === 1;
+      return (await repair(keys.voucher(voucherId), keys.buyers(voucherId), gen, stock, inflightCounter, ...pairs)) === APPLIED;
     },
     async requeue(order) {
-      return (await call.requeue!(...shardKeys(BigInt(order.voucherId)), order.orderId, inflightRecord(order))) === 1;
+      return (await requeue(...shardKeys(BigInt(order.voucherId)), order.orderId, inflightRecord(order))) === APPLIED;
     },
     async adopt(order) {
       const voucherId = BigInt(order.voucherId);
-      return (await call.adopt!(...shardKeys(voucherId), keys.voucher(voucherId), order.orderId, order.streamId, inflightRecord(order))) === 1;
+      return (await adopt(...shardKeys(voucherId), keys.voucher(voucherId), order.orderId, order.streamId, inflightRecord(order))) === APPLIED;
     },
   };
 }

@@ -1,0 +1,161 @@
+// The claim step: admit-n.lua (a batch of seckill claims on one voucher), bucket-2.lua (the token
+// buckets of a limited or common claim) and snapshot-3.lua (who may hear more than SOLD_OUT).
+import type { KeySpace } from '../keys.js';
+import { type ScriptCalls, scriptCall } from './loader.js';
+
+/** admit-n.lua's code per claim. */
+export const AdmitCode = {
+  ADMITTED: 0,
+  REPLAYED: 1,
+  MISSING: 2,
+  NOT_STARTED: 3,
+  ENDED: 4,
+  LIMIT_EXCEEDED: 5,
+  SOLD_OUT: 6,
+  KEY_REUSED: 7,
+  RATE_LIMITED: 8,
+} as const;
+export type AdmitCode = (typeof AdmitCode)[keyof typeof AdmitCode];
+
+/** A token bucket: `rate` tokens per second (0: off), at most `burst` saved up. */
+export interface BucketLimit {
+  rate: number;
+  burst: number;
+}
+
+/** The buckets every claim takes a token from: the voucher's, and the buyer's for that voucher. */
+export interface ClaimRateLimits {
+  voucher: BucketLimit;
+  user: BucketLimit;
+}
+
+export const NO_RATE_LIMITS: ClaimRateLimits = { voucher: { rate: 0, burst: 0 }, user: { rate: 0, burst: 0 } };
+
+/** One buyer's claim on a voucher, with the id its order gets if admitted. */
+export interface AdmitClaim {
+  userId: bigint;
+  orderId: bigint;
+  quantity: number;
+  idempotencyKey?: string;
+}
+
+export interface AdmitInput extends AdmitClaim {
+  voucherId: bigint;
+  /** Token buckets taken before any other check; none when absent. */
+  limits?: ClaimRateLimits;
+}
+
+/** Most claims in one admit call: it runs in Redis for ~15 µs per claim and nothing else runs meanwhile. */
+export const MAX_ADMIT_BATCH = 64;
+
+export interface AdmitResult {
+  code: AdmitCode;
+  /** The new order id (ADMITTED) or the earlier one (REPLAYED, KEY_REUSED). */
+  orderId: string;
+  quantity: number;
+  /** SOLD_OUT only: the user is on the voucher's waitlist. */
+  waitlisted: boolean;
+  /**
+   * SOLD_OUT only, when no unit is left for anyone and no place on the waitlist either: the
+   * version of the users who may hear something else (see snapshot-3.lua).
+   */
+  closedAtVersion?: string;
+  /** RATE_LIMITED only: ms until the buckets have a token again. */
+  retryAfterMs?: number;
+}
+
+/** Who, on a sold-out voucher, may get another answer than a plain SOLD_OUT (snapshot-3.lua). */
+export type SoldOutSnapshot =
+  | { version: string; tooLarge: false; keyedUsers: string[]; waitingUsers: string[] }
+  | { version: string; tooLarge: true };
+
+/** snapshot-3.lua's count when the lists are longer than asked. */
+const SNAPSHOT_TOO_LARGE = -1;
+
+export interface AdmissionScripts {
+  admit(input: AdmitInput): Promise<AdmitResult>;
+  /**
+   * Claims on one voucher (at most MAX_ADMIT_BATCH) in one atomic call, decided in order as if one
+   * after the other: a result per claim.
+   */
+  admitMany(voucherId: bigint, claims: AdmitClaim[], limits?: ClaimRateLimits): Promise<AdmitResult[]>;
+  /** Takes a token from a claim's voucher and user buckets: 0, or the ms to wait (nothing taken). */
+  takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
+  /** Users with idempotency records and waiting users of a voucher, unless more than `max`. */
+  soldOutSnapshot(voucherId: bigint, max: number): Promise<SoldOutSnapshot>;
+}
+
+const ADMIT_KEYS_CACHED = 10_000;
+/** Values per claim in admit-n.lua's answer: code, orderId, quantity, waitlisted, closed, version. */
+const ADMIT_REPLY_WIDTH = 6;
+
+/** Claim `at`'s result in admit-n.lua's answer. */
+function admitResult(flat: (string | number)[], at: number): AdmitResult {
+  const code = flat[at] as AdmitCode;
+  const orderId = String(flat[at + 1]);
+  const quantity = Number(flat[at + 2]);
+  if (code === AdmitCode.RATE_LIMITED) return { code, orderId, quantity: 0, waitlisted: false, retryAfterMs: quantity };
+  const result: AdmitResult = { code, orderId, quantity, waitlisted: flat[at + 3] === 1 };
+  if (flat[at + 4] === 1) result.closedAtVersion = String(flat[at + 5]);
+  return result;
+}
+
+export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionScripts {
+  const admit = scriptCall(calls, 'admit');
+  const bucket = scriptCall(calls, 'bucket');
+  const snapshot = scriptCall(calls, 'snapshot');
+  // The key names of a hot voucher are built once, not on every claim.
+  const admitKeys = new Map<bigint, { keys: string[]; id: string }>();
+  const keysForAdmit = (voucherId: bigint) => {
+    let k = admitKeys.get(voucherId);
+    if (!k) {
+      if (admitKeys.size >= ADMIT_KEYS_CACHED) admitKeys.clear();
+      const shard = keys.shardOf(voucherId);
+      k = {
+        keys: [
+          keys.voucher(voucherId),
+          keys.buyers(voucherId),
+          keys.idempotency(voucherId),
+          keys.inflight(shard),
+          keys.orders(shard),
+          keys.waitlist(voucherId),
+          keys.waitlistQuantities(voucherId),
+          keys.voucherBucket(voucherId),
+        ],
+        id: voucherId.toString(),
+      };
+      admitKeys.set(voucherId, k);
+    }
+    return k;
+  };
+  const admitMany: AdmissionScripts['admitMany'] = async (voucherId, claims, { voucher, user } = NO_RATE_LIMITS) => {
+    if (claims.length === 0 || claims.length > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claims.length}`);
+    const k = keysForAdmit(voucherId);
+    // A user bucket's key only while the user bucket is on: otherwise it is most of the call's bytes.
+    const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId)) : [];
+    const args: (string | number)[] = [k.keys.length + userBuckets.length, ...k.keys, ...userBuckets];
+    args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst);
+    for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
+    const flat = (await admit(...args)) as (string | number)[];
+    if (flat.length !== claims.length * ADMIT_REPLY_WIDTH) throw new Error(`admit answered ${flat.length} values for ${claims.length} claim(s)`);
+    return claims.map((_, i) => admitResult(flat, i * ADMIT_REPLY_WIDTH));
+  };
+  return {
+    async admit({ voucherId, limits, ...claim }) {
+      return (await admitMany(voucherId, [claim], limits))[0]!;
+    },
+    admitMany,
+    async takeTokens(voucherId, userId, { voucher, user }) {
+      return Number(await bucket(keys.voucherBucket(voucherId), keys.userBucket(voucherId, userId), voucher.rate, voucher.burst, user.rate, user.burst));
+    },
+    async soldOutSnapshot(voucherId, max) {
+      const [version, n, ...users] = (await snapshot(keys.voucher(voucherId), keys.idempotency(voucherId), keys.waitlist(voucherId), max)) as [
+        string,
+        number,
+        ...string[],
+      ];
+      if (n === SNAPSHOT_TOO_LARGE) return { version, tooLarge: true };
+      return { version, tooLarge: false, keyedUsers: users.slice(0, n), waitingUsers: users.slice(n) };
+    },
+  };
+}

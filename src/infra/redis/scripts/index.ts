@@ -1,0 +1,26 @@
+// Every script's typed wrapper, grouped by the step that uses it, on one connection. Features take
+// the narrow part they need (e.g. Pick<Scripts, 'settle'>).
+import type { Redis } from 'ioredis';
+import type { KeySpace } from '../keys.js';
+import { type AdmissionScripts, admissionScripts } from './admission.js';
+import { commandOf, loadScripts } from './loader.js';
+import { type ReconcileScripts, reconcileScripts } from './reconcile.js';
+import { type SettleScripts, settleScripts } from './settle.js';
+import { type VoucherStateScripts, voucherStateScripts } from './voucher-state.js';
+import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
+
+export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts;
+
+/** Script commands whose callers batch already (client.ts leaves them out of auto-pipelining). */
+export const SELF_BATCHED_COMMANDS = [commandOf('admit')] as const;
+
+export function createScripts(redis: Redis, keys: KeySpace): Scripts {
+  const calls = loadScripts(redis);
+  return {
+    ...admissionScripts(calls, keys),
+    ...voucherStateScripts(calls, keys),
+    ...workerIdScripts(calls, keys),
+    ...settleScripts(calls, keys),
+    ...reconcileScripts(calls, keys),
+  };
+}

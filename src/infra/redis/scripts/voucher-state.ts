@@ -1,0 +1,98 @@
+// A voucher's Redis state: warm-3.lua creates it (never over live state), restock-7.lua gives a
+// released order's units back once and promotes the waitlist's head for them.
+import type { KeySpace } from '../keys.js';
+import { type ScriptCalls, scriptCall } from './loader.js';
+
+export interface WarmInput {
+  voucherId: bigint;
+  stock: number;
+  beginMs: number;
+  endMs: number;
+  perUserLimit: number;
+  inflight: number;
+  expireAtSeconds: number;
+  /** Most users on the waitlist; 0 when the voucher has none. */
+  waitlistCap: number;
+}
+
+/** warm-3.lua's answer. */
+const WarmCode = { CREATED: 1, EXISTED: 0 } as const;
+
+export interface RestockInput {
+  voucherId: bigint;
+  /** The released order, its buyer and its units. */
+  orderId: string;
+  userId: string;
+  quantity: number;
+  /** Fresh order ids for waitlist promotions; each promotion uses one. */
+  promotionIds: bigint[];
+}
+
+export interface Promotion {
+  orderId: string;
+  userId: string;
+  quantity: number;
+}
+
+/** restock-7.lua's first value. */
+const RestockCode = { RESTOCKED: 0, ALREADY: 1, MISSING: 2 } as const;
+
+export type RestockResult =
+  | { kind: 'restocked'; promotions: Promotion[] }
+  /** Given back before (the order is marked in the released hash). */
+  | { kind: 'already' }
+  /** The voucher's state is missing: warm it (warming marks the database's releases as given back). */
+  | { kind: 'missing' };
+
+export interface VoucherStateScripts {
+  /** true when created, false when the voucher's state already existed. */
+  warm(input: WarmInput): Promise<boolean>;
+  /** Gives a released order's units back once, then promotes waiting users for them. */
+  restock(input: RestockInput): Promise<RestockResult>;
+}
+
+export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): VoucherStateScripts {
+  const warm = scriptCall(calls, 'warm');
+  const restock = scriptCall(calls, 'restock');
+  return {
+    async warm(w) {
+      const code = await warm(
+        keys.voucher(w.voucherId),
+        keys.buyers(w.voucherId),
+        keys.released(w.voucherId),
+        w.stock,
+        w.beginMs,
+        w.endMs,
+        w.perUserLimit,
+        w.inflight,
+        w.expireAtSeconds,
+        w.waitlistCap,
+      );
+      return code === WarmCode.CREATED;
+    },
+    async restock({ voucherId, orderId, userId, quantity, promotionIds }) {
+      const shard = keys.shardOf(voucherId);
+      const reply = (await restock(
+        keys.voucher(voucherId),
+        keys.buyers(voucherId),
+        keys.released(voucherId),
+        keys.waitlist(voucherId),
+        keys.waitlistQuantities(voucherId),
+        keys.inflight(shard),
+        keys.orders(shard),
+        voucherId.toString(),
+        orderId,
+        userId,
+        quantity,
+        ...promotionIds.map(String),
+      )) as (number | string)[];
+      if (reply[0] === RestockCode.ALREADY) return { kind: 'already' };
+      if (reply[0] === RestockCode.MISSING) return { kind: 'missing' };
+      const promotions: Promotion[] = [];
+      for (let i = 1; i + 2 < reply.length; i += 3) {
+        promotions.push({ orderId: String(reply[i]), userId: String(reply[i + 1]), quantity: Number(reply[i + 2]) });
+      }
+      return { kind: 'restocked', promotions };
+    },
+  };
+}
