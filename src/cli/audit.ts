@@ -1,6 +1,5 @@
-import { auditVoucher } from '../consistency/audit.js';
 import type { Config } from '../config.js';
-import { createContainer } from '../container.js';
+import { createCore } from '../composition/core.js';
 import { parseId } from '../ids/parse.js';
 import { createLogger } from '../logger.js';
 
@@ -11,9 +10,9 @@ import { createLogger } from '../logger.js';
 export async function audit(config: Config, opts: { voucher: string; json?: boolean }): Promise<void> {
   const voucherId = parseId(opts.voucher);
   if (voucherId === null) throw new Error(`--voucher must be a positive 64-bit decimal id, got "${opts.voucher}"`);
-  const container = await createContainer(config, createLogger('warn'));
+  const core = await createCore(config, createLogger('warn'));
   try {
-    const result = await auditVoucher(container, voucherId);
+    const result = await core.audit(voucherId);
     if (!result) {
       console.error(`seckill: voucher ${voucherId} not found`);
       process.exitCode = 3;
@@ -29,6 +28,6 @@ export async function audit(config: Config, opts: { voucher: string; json?: bool
     }
     if (!result.ok) process.exitCode = 1;
   } finally {
-    await container.close();
+    await core.close();
   }
 }

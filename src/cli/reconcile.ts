@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { createContainer } from '../container.js';
+import { createCore } from '../composition/core.js';
 import { parseId } from '../ids/parse.js';
 import { createLogger } from '../logger.js';
 
@@ -7,9 +7,9 @@ import { createLogger } from '../logger.js';
 export async function reconcile(config: Config, opts: { voucher?: string; json?: boolean }): Promise<void> {
   const voucherId = opts.voucher === undefined ? undefined : parseId(opts.voucher);
   if (voucherId === null) throw new Error(`--voucher must be a positive 64-bit decimal id, got "${opts.voucher}"`);
-  const container = await createContainer(config, createLogger('warn'));
+  const core = await createCore(config, createLogger('warn'));
   try {
-    const reports = voucherId === undefined ? await container.reconciler.reconcileAll() : [await container.reconciler.reconcileVoucher(voucherId)];
+    const reports = voucherId === undefined ? await core.reconciler.reconcileAll() : [await core.reconciler.reconcileVoucher(voucherId)];
     if (opts.json) console.log(JSON.stringify(reports, null, 2));
     else {
       for (const r of reports) {
@@ -20,6 +20,6 @@ export async function reconcile(config: Config, opts: { voucher?: string; json?:
       if (reports.length === 0) console.log('no voucher to reconcile');
     }
   } finally {
-    await container.close();
+    await core.close();
   }
 }

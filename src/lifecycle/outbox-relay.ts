@@ -18,7 +18,8 @@ const ROWS_PER_TRANSACTION = 200;
 export interface ReleaseRelayDeps {
   db: Db;
   scripts: Scripts;
-  ids: IdGenerator;
+  /** Ids for waitlist promotions; leased on first use (a run that promotes nobody takes no lease). */
+  ids: () => Promise<IdGenerator>;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
   events: OrderEvents;
@@ -47,9 +48,13 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       orderId: row.order_id,
       userId: row.user_id,
       quantity: row.quantity,
-      // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.
-      promotionIds: voucher.waitlist ? Array.from({ length: row.quantity }, () => ids.next()) : [],
+      promotionIds: [] as bigint[],
     };
+    if (voucher.waitlist) {
+      // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.
+      const generator = await ids();
+      input.promotionIds = Array.from({ length: row.quantity }, () => generator.next());
+    }
     let result = await scripts.restock(input);
     if (result.kind === 'missing') {
       // Warming reads the database, which already has these units, and marks this row as given back.

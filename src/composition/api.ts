@@ -1,0 +1,85 @@
+// The API's role on top of the core: tokens, claims, order actions and the routes' dependencies.
+// It needs an id generator up front (claims and vouchers get ids synchronously).
+import { sql } from 'kysely';
+import type { AppDeps } from '../app.js';
+import { createGuards } from '../auth/guards.js';
+import { createTokenService, type TokenService } from '../auth/tokens.js';
+import { batchAdmissions } from '../claims/admission-batch.js';
+import { createClaimTokens, type ClaimTokens } from '../claims/claim-tokens.js';
+import { claimersByKind } from '../claims/claimers.js';
+import { claimRateLimits, rateLimitedSqlClaims } from '../claims/rate-limits.js';
+import { claimSeckillUseCase } from '../claims/seckill-claimer.js';
+import { createSoldOutCache } from '../claims/sold-out-cache.js';
+import { soldOutGate } from '../claims/sold-out-gate.js';
+import { claimInSqlUseCase } from '../claims/sql-claimer.js';
+import { voucherStatsUseCase } from '../consistency/stats.js';
+import type { IdGenerator } from '../ids/worker-lease.js';
+import { cancelOrderUseCase, payOrderUseCase } from '../lifecycle/order-actions.js';
+import { getOrderUseCase } from '../orders/get-order.js';
+import { listOrdersUseCase } from '../orders/list-orders.js';
+import { createOrderRepository } from '../orders/repository.js';
+import { httpLimits } from '../protection/http-limits.js';
+import { trafficGuards } from '../protection/traffic-guards.js';
+import { createVoucherUseCase } from '../vouchers/create-voucher.js';
+import { waitlistPositionUseCase } from '../waitlist/position.js';
+import type { Core } from './core.js';
+
+export interface Api {
+  tokens: TokenService;
+  claimTokens: ClaimTokens;
+  appDeps: AppDeps;
+}
+
+export function createApi(core: Core, ids: IdGenerator): Api {
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, releases, reconciler } = core;
+  const tokens = createTokenService(config.jwtSecret);
+  const claimTokens = createClaimTokens(config.jwtSecret);
+  const limits = claimRateLimits(config);
+  const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, scripts, unitsBack, log });
+  const getOrder = getOrderUseCase({ orders: createOrderRepository(db), inflight });
+
+  const appDeps: AppDeps = {
+    logger: log,
+    guards: createGuards(tokens),
+    metrics: metrics.registry,
+    countError: metrics.countError,
+    httpLimits: httpLimits(config),
+    trafficGuards: trafficGuards(config),
+    async checkReady() {
+      await redis.ping();
+      await sql`select 1`.execute(db);
+    },
+    vouchers: {
+      directory,
+      redisState,
+      vouchers,
+      createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory }),
+    },
+    claims: {
+      directory,
+      claimTokens,
+      soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
+      claimers: claimersByKind({
+        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions(scripts, limits), redisState, soldOut, onOutcome: metrics.countClaim }),
+        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
+      }),
+    },
+    claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
+    orders: {
+      getOrder,
+      listOrders: listOrdersUseCase({ orders: createOrderRepository(db) }),
+      events,
+    },
+    lifecycle: {
+      payOrder: payOrderUseCase({ db, getOrder, releases, events }),
+      cancelOrder: cancelOrderUseCase({ getOrder, releases }),
+    },
+    waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
+    consistency: {
+      voucherStats: voucherStatsUseCase({ db, redis, keys }),
+      reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
+      auditVoucher: (id, admitted) => core.audit(id, { admitted }),
+    },
+  };
+  return { tokens, claimTokens, appDeps };
+}

@@ -1,0 +1,39 @@
+// Shutdown in one place: steps run in the reverse order of their registration (what was built
+// last stops first), every step runs even when an earlier one throws, and every caller of close()
+// awaits the same promise (BullMQ's worker.close() works the same way).
+import type { Logger } from 'pino';
+
+export class Closer {
+  private readonly steps: { name: string; run: () => unknown }[] = [];
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Registers a cleanup step; `name` says what failed if it throws. */
+  add(name: string, run: () => unknown): void {
+    if (this.closing) throw new Error(`cannot add "${name}": already closing`);
+    this.steps.push({ name, run });
+  }
+
+  get closed(): boolean {
+    return this.closing !== null;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.runAll();
+    return this.closing;
+  }
+
+  private async runAll(): Promise<void> {
+    const failed: Error[] = [];
+    for (const { name, run } of [...this.steps].reverse()) {
+      try {
+        await run();
+      } catch (err) {
+        this.log.error({ err, step: name }, 'a shutdown step failed; continuing with the others');
+        failed.push(new Error(`${name}: ${(err as Error).message}`, { cause: err }));
+      }
+    }
+    if (failed.length) throw new AggregateError(failed, `shutdown: ${failed.map((e) => e.message).join('; ')}`);
+  }
+}

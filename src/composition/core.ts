@@ -1,0 +1,109 @@
+// The core every role builds first: configuration, the two stores, the key space and scripts, and
+// the services that only read or repair (vouchers, in-flight orders, releases, reconciliation).
+// It takes no worker-id lease until something needs an id (ids()), so `seckill audit` and
+// `seckill reconcile` run beside live instances without taking one of theirs.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
+import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
+import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
+import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
+import { createRedis } from '../infra/redis/client.js';
+import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
+import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
+import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/outbox-relay.js';
+import { createReleases, type Releases } from '../lifecycle/releases.js';
+import { createMetrics, type Metrics } from '../metrics.js';
+import { createOrderEvents, type OrderEvents } from '../orders/events.js';
+import { createInflightReader, type InflightReader } from '../orders/inflight.js';
+import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../protection/units-back.js';
+import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/directory.js';
+import { createVoucherRedisState, type VoucherRedisState } from '../vouchers/redis-state.js';
+import { createVoucherRepository, type VoucherRepository } from '../vouchers/repository.js';
+import { Closer } from './closer.js';
+
+export interface Core {
+  config: Config;
+  log: Logger;
+  redis: Redis;
+  db: Db;
+  keys: KeySpace;
+  scripts: Scripts;
+  metrics: Metrics;
+  /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
+  unitsBack: UnitsBack;
+  events: OrderEvents;
+  inflight: InflightReader;
+  vouchers: VoucherRepository;
+  directory: VoucherDirectory;
+  redisState: VoucherRedisState;
+  relay: ReleaseRelay;
+  releases: Releases;
+  reconciler: Reconciler;
+  /** This process's id generator, leased on the first call. */
+  ids(): Promise<IdGenerator>;
+  audit(voucherId: bigint, options?: AuditOptions): Promise<VoucherAudit | null>;
+  /** Cleanup steps of everything built on the core; run by close(), last added first. */
+  closer: Closer;
+  close(): Promise<void>;
+}
+
+export interface CoreOptions {
+  /** Run pending migrations first (serve does by default). */
+  migrate?: boolean;
+}
+
+export async function createCore(config: Config, log: Logger, options: CoreOptions = {}): Promise<Core> {
+  if (options.migrate) await ensureDatabase(config.databaseUrl);
+  const closer = new Closer(log);
+  const db = createDb(config.databaseUrl);
+  closer.add('database', () => db.destroy());
+  const redis = createRedis(config.redisUrl, { connectionName: 'seckill' });
+  closer.add('redis', () => redis.quit().catch(() => redis.disconnect()));
+  try {
+    if (options.migrate) {
+      const applied = await migrateToLatest(db);
+      if (applied.length) log.info({ applied }, 'migrations applied');
+    }
+    const keys = createKeySpace(config.redisPrefix, config.shards);
+    const unitsBack = createUnitsBack({ redis, keys, log });
+    closer.add('units-back subscriber', () => unitsBack.close());
+    // Whatever gives units back through these scripts announces it.
+    const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
+    const metrics = createMetrics();
+    const events = createOrderEvents({ redis, keys, log });
+    closer.add('order events', () => events.close());
+
+    let leased: Promise<LeasedIdGenerator> | null = null;
+    const ids = () => {
+      leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log }).then((generator) => {
+        closer.add('worker-id lease', () => generator.close());
+        return generator;
+      });
+      return leased;
+    };
+
+    const vouchers = createVoucherRepository(db);
+    const inflight = createInflightReader(redis, keys);
+    const directory = createVoucherDirectory(vouchers);
+    const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
+    const relay = createReleaseRelay({ db, scripts, ids, directory, redisState, events });
+    const releases = createReleases({ db, relay, events, log });
+    const reconciler = createReconciler({
+      db, redis, keys, scripts, directory, redisState, relay, releases, log,
+      onRepair: (kind) => metrics.repairs.inc({ kind }),
+      onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
+    });
+    return {
+      config, log, redis, db, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, relay, releases, reconciler,
+      ids,
+      audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
+      closer,
+      close: () => closer.close(),
+    };
+  } catch (err) {
+    await closer.close().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,90 @@
+// The workers' role on top of the core: the order pipeline, the payment timer and scheduled
+// reconciliation. Each starts at most once and registers its own stop with the core's closer,
+// so close() stops the workers before the clients they use.
+import { hostname } from 'node:os';
+import { ReconcileSchedule } from '../consistency/schedule.js';
+import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
+import { OrderPipeline } from '../pipeline/consumer.js';
+import type { Core } from './core.js';
+
+export interface Workers {
+  /** Starts the stream consumers in this process. */
+  startPipeline(): Promise<OrderPipeline>;
+  /** Starts the payment timer (expiry sweeps and the release relay) in this process. */
+  startExpiry(): ExpiryWorker;
+  /** Starts scheduled reconciliation (RECONCILE_INTERVAL_MS; one runner across processes). */
+  startReconcile(): Promise<ReconcileSchedule | null>;
+  /** Everything a worker runs: the pipeline, the payment timer and scheduled reconciliation. */
+  startWorkers(): Promise<void>;
+}
+
+export function createWorkers(core: Core): Workers {
+  const { config, log, redis, db, keys, scripts, metrics, events, relay, releases, reconciler, closer } = core;
+  /** Starts once; its stop joins the closer as soon as it exists. */
+  const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
+    let started: Promise<T> | null = null;
+    return () =>
+      (started ??= start().then((worker) => {
+        closer.add(name, () => worker.close());
+        return worker;
+      }));
+  };
+
+  const startPipeline = once('order pipeline', () =>
+    OrderPipeline.start({
+      redisUrl: config.redisUrl,
+      redis,
+      db,
+      keys,
+      scripts,
+      log,
+      options: {
+        consumer: config.consumerName || `${hostname()}:${process.pid}`,
+        lanes: config.pipelineLanes,
+        batchSize: config.pipelineBatch,
+        blockMs: config.pipelineBlockMs,
+        claimIdleMs: config.claimIdleMs,
+        maxDeliveries: config.maxDeliveries,
+      },
+      events: {
+        stored: (n) => metrics.stored.inc(n),
+        failed: (reason) => metrics.failed.inc({ reason }),
+        retried: () => metrics.retries.inc(),
+        announce: events,
+      },
+    }),
+  );
+
+  let expiry: ExpiryWorker | null = null;
+  const startExpiry = () => {
+    if (!expiry) {
+      const started = ExpiryWorker.start({
+        releases,
+        relay,
+        log,
+        pollMs: config.expiryPollMs,
+        batch: config.expiryBatch,
+        onExpired: (n) => metrics.expired.inc(n),
+      });
+      closer.add('payment timer', () => started.close());
+      expiry = started;
+    }
+    return expiry;
+  };
+
+  const startSchedule = once('reconcile schedule', () =>
+    ReconcileSchedule.start({ redisUrl: config.redisUrl, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log }),
+  );
+  const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
+
+  return {
+    startPipeline,
+    startExpiry,
+    startReconcile,
+    async startWorkers() {
+      await startPipeline();
+      startExpiry();
+      await startReconcile();
+    },
+  };
+}
