@@ -8,7 +8,7 @@ import type {
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ID_PATTERN } from './ids/parse.js';
+import { ID_PATTERN } from './id-text.js';
 
 export type App = FastifyInstance<
   RawServerDefault,

@@ -3,7 +3,7 @@
 // round trip per request cost more than the whole admission).
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import { AppError } from '../errors.js';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 
 export interface Principal {
   userId: bigint;

@@ -8,7 +8,7 @@
 // with the caller known).
 import type { onRequestHookHandler } from 'fastify';
 import { soldOutError } from './errors.js';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
 const SOLD_OUT_BODY = JSON.stringify(soldOutError(false).toBody());

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createCore } from '../composition/core.js';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 import { createLogger } from '../logger.js';
 
 /**

@@ -3,7 +3,7 @@
 // the verdict fails (oversold, lost, duplicated, or any other check).
 import { writeFile } from 'node:fs/promises';
 import type { Config } from '../config.js';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 import { type BenchOptions, type BenchRun, KINDS, runBench, runCompare } from '../loadgen/bench.js';
 import { type Credentials, mintCredentials, readTokenFile } from '../loadgen/credentials.js';
 import type { VoucherKind } from '../loadgen/deployment.js';

@@ -1,6 +1,6 @@
 import { createTokenService } from '../auth/tokens.js';
 import type { Config } from '../config.js';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 
 export interface TokenOptions {
   user: string;

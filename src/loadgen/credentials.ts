@@ -2,7 +2,7 @@
 // and many distinct buyers, each with a bearer token of their own. Tokens are either signed here
 // with the deployment's JWT secret or read from a file made elsewhere (e.g. by `seckill token`).
 import { readFile } from 'node:fs/promises';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 import { createTokenService } from '../auth/tokens.js';
 
 export interface Credentials {

@@ -5,7 +5,7 @@
 // guarantee, this only makes it fast.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { parseId } from '../ids/parse.js';
+import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 

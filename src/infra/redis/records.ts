@@ -6,7 +6,7 @@
 // - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs", by
 //   lib/admission.lua and requeue-2.lua. Entries written before that format (five fields o v u q t)
 //   may still be in a stream after an upgrade and are read as well.
-import { idText, parseId } from '../../ids/parse.js';
+import { idText, parseId } from '../../id-text.js';
 
 export interface InflightOrder {
   orderId: string;
