@@ -54,6 +54,19 @@ const addressList: Parser<string[]> = (raw) => {
   return items;
 };
 
+/** Comma-separated host:port pairs; empty: none. */
+const hostPortList: Parser<{ host: string; port: number }[]> = (raw) =>
+  raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)
+    .map((item) => {
+      const match = /^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(item);
+      const port = Number(match?.[2]);
+      if (!match || port < 1 || port > 65535) throw new Error(`expected host:port, got "${item}"`);
+      return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
+    });
+
 /** An integer, or null for an empty value: the setting is then derived (see its doc line). */
 const intOrDerived = (min: number, max: number): Parser<number | null> => (raw) => (raw === '' ? null : int(min, max)(raw));
 
@@ -73,6 +86,32 @@ export const settings = {
     (raw) => int(0, 256)(raw) || availableParallelism(),
   ),
   redisUrl: setting('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis server (redis:// or rediss://).', url('redis:', 'rediss:')),
+  redisSentinels: setting(
+    'REDIS_SENTINELS',
+    '',
+    'Sentinels (comma-separated host:port) of a Sentinel-managed Redis; when set, used instead of REDIS_URL\'s host (its password and db still apply). Empty: no Sentinel.',
+    hostPortList,
+  ),
+  redisSentinelName: setting('REDIS_SENTINEL_NAME', 'mymaster', 'Master name the sentinels know (with REDIS_SENTINELS).', nonEmpty()),
+  redisCommandTimeoutMs: setting(
+    'REDIS_COMMAND_TIMEOUT_MS',
+    '5000',
+    'Longest wait for a Redis reply to a request (not to blocking reads) before it is answered 503 UNAVAILABLE: a hung Redis. (While Redis is unreachable, requests are answered 503 at once.)',
+    int(50, 60_000),
+  ),
+  admitDurability: setting(
+    'ADMIT_DURABILITY',
+    'memory',
+    'What a 202 guarantees: memory (the order is in Redis memory), fsync (Redis has it in its append-only file, fsynced; checked at start-up), replica (ADMIT_REPLICAS replicas have it: WAIT after the admit call, else 503).',
+    oneOf('memory', 'fsync', 'replica'),
+  ),
+  admitReplicas: setting('ADMIT_REPLICAS', '1', 'ADMIT_DURABILITY=replica: replicas that must confirm an admission.', int(1, 16)),
+  admitWaitTimeoutMs: setting(
+    'ADMIT_WAIT_TIMEOUT_MS',
+    '500',
+    'ADMIT_DURABILITY=replica: longest wait for the replicas; unconfirmed admissions are answered 503 (a retry with the same Idempotency-Key returns the same order).',
+    int(1, 60_000),
+  ),
   databaseUrl: setting(
     'DATABASE_URL',
     'mysql://root@127.0.0.1:3306/seckill',

@@ -14,7 +14,7 @@ import { exitOnSignal } from '../../src/cli/shutdown.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { createRedis } from '../../src/infra/redis/client.js';
+import { createRedis, redisReady } from '../../src/infra/redis/client.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
 import { CLUSTER_PROCESSES, type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
@@ -78,8 +78,9 @@ async function appTarget(scenario: Scenario): Promise<Target> {
   const cleanup = async () => {
     await c?.close();
     // A fresh connection, after close(): releasing the worker lease writes a key of our prefix.
-    const redis = createRedis(config.redisUrl, { connectionName: 'bench-cleanup' });
+    const redis = createRedis(config, 'bench-cleanup');
     try {
+      await redisReady(redis, 10_000);
       let cursor = '0';
       do {
         const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 1000);

@@ -204,7 +204,6 @@ export async function drainWithPipeline(c: Container, sale: Sale, opts: DrainOpt
   } else if (opts.breakdown) {
     probe = createBreakdown(c.config.databaseUrl, c.scripts);
     pipeline = await OrderPipeline.start({
-      redisUrl: c.config.redisUrl,
       redis: c.redis,
       db: probe.db,
       keys: c.keys,

@@ -9,7 +9,7 @@ import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consisten
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
-import { createRedis } from '../infra/redis/client.js';
+import { createRedis, redisReady } from '../infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
 import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
 import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/outbox-relay.js';
@@ -49,6 +49,9 @@ export interface Core {
   close(): Promise<void>;
 }
 
+/** How long a process waits for Redis at start-up before it gives up (and says why). */
+const REDIS_START_TIMEOUT_MS = 10_000;
+
 export interface CoreOptions {
   /** Run pending migrations first (serve does by default). */
   migrate?: boolean;
@@ -59,9 +62,10 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
   const closer = new Closer(log);
   const db = createDb(config.databaseUrl);
   closer.add('database', () => db.destroy());
-  const redis = createRedis(config.redisUrl, { connectionName: 'seckill' });
+  const redis = createRedis(config);
   closer.add('redis', () => redis.quit().catch(() => redis.disconnect()));
   try {
+    await redisReady(redis, REDIS_START_TIMEOUT_MS);
     if (options.migrate) {
       const applied = await migrateToLatest(db);
       if (applied.length) log.info({ applied }, 'migrations applied');

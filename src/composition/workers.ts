@@ -32,7 +32,6 @@ export function createWorkers(core: Core): Workers {
 
   const startPipeline = once('order pipeline', () =>
     OrderPipeline.start({
-      redisUrl: config.redisUrl,
       redis,
       db,
       keys,
@@ -73,7 +72,7 @@ export function createWorkers(core: Core): Workers {
   };
 
   const startSchedule = once('reconcile schedule', () =>
-    ReconcileSchedule.start({ redisUrl: config.redisUrl, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log }),
+    ReconcileSchedule.start({ redis, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log }),
   );
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
 

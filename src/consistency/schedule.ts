@@ -3,7 +3,8 @@
 // worker takes each job, and a Redis mutex makes sure a run that outlasts the interval is never
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
 import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { dedicatedConnection } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
 import type { Reconciler } from './reconciler.js';
@@ -11,7 +12,8 @@ import type { Reconciler } from './reconciler.js';
 const QUEUE = 'reconcile';
 
 export interface ReconcileScheduleDeps {
-  redisUrl: string;
+  /** The shared connection; BullMQ's connections are derived from it. */
+  redis: Redis;
   prefix: string;
   intervalMs: number;
   reconciler: Reconciler;
@@ -25,11 +27,9 @@ export class ReconcileSchedule {
     private readonly closeConnections: () => Promise<void>,
   ) {}
 
-  static async start({ redisUrl, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
+  static async start({ redis, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
     const bullPrefix = `${prefix}:{jobs}`;
-    // Plain connections (no auto-pipelining: BullMQ issues blocking commands), no retry limit as
-    // BullMQ requires for its workers.
-    const connect = (connectionName: string) => new Redis(redisUrl, { maxRetriesPerRequest: null, connectionName });
+    const connect = (connectionName: string) => dedicatedConnection(redis, connectionName);
     const queueConn = connect('seckill-reconcile-queue');
     const workerConn = connect('seckill-reconcile-worker');
     const lockConn = connect('seckill-reconcile-lock');

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { dedicatedConnection } from '../infra/redis/client.js';
 
 export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
 
@@ -107,7 +108,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
   // failed SUBSCRIBE is forgotten so the next listener tries again.
   async function ensureSubscribed() {
     if (!subscriber) {
-      const s = redis.duplicate({ connectionName: 'seckill-events', enableAutoPipelining: false });
+      const s = dedicatedConnection(redis, 'seckill-events');
       subscriber = s;
       s.on('message', (ch: string, message: string) => ch === channel && dispatch(message));
       s.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));

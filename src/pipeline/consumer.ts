@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { createRedis } from '../infra/redis/client.js';
+import { dedicatedConnection } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
@@ -42,8 +42,7 @@ export interface PipelineEvents {
 }
 
 export interface PipelineDeps {
-  redisUrl: string;
-  /** Shared connection for settling, claiming and trimming (not for blocking reads). */
+  /** Shared connection for settling, claiming and trimming; each lane derives its blocking reader from it. */
   redis: Redis;
   db: Db;
   keys: KeySpace;
@@ -76,7 +75,7 @@ class Lane {
     private readonly deps: PipelineDeps,
     private readonly shards: number[],
   ) {
-    this.conn = createRedis(deps.redisUrl, { maxRetriesPerRequest: null, connectionName: `seckill-lane-${deps.options.consumer}` });
+    this.conn = dedicatedConnection(deps.redis, `seckill-lane-${deps.options.consumer}`);
   }
 
   async start(): Promise<void> {

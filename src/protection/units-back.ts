@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
+import { dedicatedConnection } from '../infra/redis/client.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 
@@ -51,7 +52,7 @@ export function createUnitsBack({ redis, keys, log }: { redis: Redis; keys: KeyS
   // One subscriber connection, opened by the first process-local user (API processes only); a
   // failed SUBSCRIBE is forgotten so the next call tries again.
   function subscribe() {
-    const s = redis.duplicate({ connectionName: 'seckill-units-back', enableAutoPipelining: false });
+    const s = dedicatedConnection(redis, 'seckill-units-back');
     subscriber = s;
     s.on('message', (_channel: string, message: string) => {
       for (const part of message.split(',')) {

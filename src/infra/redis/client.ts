@@ -1,21 +1,68 @@
-import { Redis } from 'ioredis';
+// Every Redis connection of the service is made here, from the configuration: one server
+// (REDIS_URL) or a Sentinel-managed master (REDIS_SENTINELS). Features receive the shared
+// connection and derive the others from it (dedicatedConnection), so none of them knows which kind of
+// deployment it talks to.
+import { Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
+import type { Config } from '../../config.js';
 import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
-export interface RedisOptions {
-  /** Blocking consumers need `null` so a long XREADGROUP is never cut short by retries. */
-  maxRetriesPerRequest?: number | null;
-  connectionName?: string;
+export type RedisSettings = Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
+
+/** Where the connections go: a URL, or the sentinels of a master (with the URL's password and db). */
+function targetOptions(s: RedisSettings): IoRedisOptions {
+  const url = new URL(s.redisUrl);
+  const auth = {
+    username: decodeURIComponent(url.username) || undefined,
+    password: decodeURIComponent(url.password) || undefined,
+    db: Number(url.pathname.slice(1) || 0),
+    tls: url.protocol === 'rediss:' ? {} : undefined,
+  };
+  if (s.redisSentinels.length === 0) return { host: url.hostname, port: Number(url.port || 6379), ...auth };
+  return { sentinels: s.redisSentinels, name: s.redisSentinelName, ...auth };
 }
 
-/** One Redis connection. Auto-pipelining batches the many small commands of concurrent requests. */
-export function createRedis(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, {
+/**
+ * The shared connection of a process. Auto-pipelining batches the many small commands of
+ * concurrent requests. While Redis is unreachable nothing queues: a command fails at once (the
+ * request is answered 503 UNAVAILABLE), and one that Redis does not answer (a hung server) fails
+ * after REDIS_COMMAND_TIMEOUT_MS. Wait for `ready` (redisReady) before the first command.
+ */
+export function createRedis(settings: RedisSettings, connectionName = 'seckill'): Redis {
+  return new Redis({
+    ...targetOptions(settings),
     enableAutoPipelining: true,
-    // Claims reach the admit script in batches already (seckill/admission-batch.ts); pipelining a
+    // Claims reach the admit script in batches already (claims/admission-batch.ts); pipelining a
     // batch again would hold it for one more turn of the event loop.
     autoPipeliningIgnoredCommands: [...SELF_BATCHED_COMMANDS],
-    maxRetriesPerRequest: options.maxRetriesPerRequest === undefined ? 3 : options.maxRetriesPerRequest,
-    connectionName: options.connectionName,
-    lazyConnect: false,
+    enableOfflineQueue: false,
+    commandTimeout: settings.redisCommandTimeoutMs,
+    connectionName,
+  });
+}
+
+/**
+ * A connection of its own to the same Redis as `shared` (same target, credentials, Sentinel), for
+ * blocking reads, subscribers and BullMQ: no deadline, no retry limit (as BullMQ requires), no
+ * pipelining.
+ */
+export function dedicatedConnection(shared: Redis, connectionName: string): Redis {
+  return shared.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, connectionName });
+}
+
+/** Resolves once the connection is ready for commands; rejects with the last error after `timeoutMs`. */
+export async function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  let lastError: Error | undefined;
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => (lastError = err);
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady).off('error', onError);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onReady = () => done();
+    const timer = setTimeout(() => done(new Error(`Redis not reachable within ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)), timeoutMs);
+    redis.on('ready', onReady).on('error', onError);
   });
 }
