@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
+import type { Readiness } from './readiness.js';
 import type { App } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
@@ -27,8 +28,8 @@ export interface AppDeps {
   metrics: MetricsSource;
   /** Counts every error answer by its code (429s, 503s and 403s of the protections included). */
   countError(code: string): void;
-  /** Resolves when Redis and the database answer; rejects otherwise. */
-  checkReady(): Promise<void>;
+  /** Each store's state and latency (readiness.ts). */
+  readiness(): Promise<Readiness>;
   httpLimits: HttpLimits;
   trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
@@ -104,12 +105,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    try {
-      await deps.checkReady();
-      return { status: 'ready' };
-    } catch (err) {
-      return reply.code(503).send({ code: 'UNAVAILABLE', message: `not ready: ${(err as Error).message}` });
-    }
+    const readiness = await deps.readiness();
+    if (readiness.status !== 'unavailable') return readiness;
+    const down = [readiness.redis.state === 'down' && 'Redis', readiness.database.state === 'down' && 'the database'].filter(Boolean);
+    return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: `not ready: ${down.join(' and ')} unreachable`, ...readiness });
   });
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
     reply.type(deps.metrics.contentType).send(await deps.metrics.metrics()),

@@ -99,6 +99,12 @@ export const settings = {
     'Longest wait for a Redis reply to a request (not to blocking reads) before it is answered 503 UNAVAILABLE: a hung Redis. (While Redis is unreachable, requests are answered 503 at once.)',
     int(50, 60_000),
   ),
+  redisCheckIntervalMs: setting(
+    'REDIS_CHECK_INTERVAL_MS',
+    '1000',
+    'How often each process checks that Redis still has its data (and how fast it answers, for /readyz); a loss is logged, counted and repaired.',
+    int(50, 60_000),
+  ),
   admitDurability: setting(
     'ADMIT_DURABILITY',
     'memory',

@@ -13,6 +13,7 @@ export interface Metrics {
   retries: Counter;
   expired: Counter;
   repairs: Counter<'kind'>;
+  redisDataLosses: Counter;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -54,6 +55,11 @@ export function createMetrics(): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
   });
+  const redisDataLosses = new Counter({
+    name: 'seckill_redis_data_losses_total',
+    help: 'Times this process noticed that Redis had lost its data (restart without persistence, failover to an empty replica, flush).',
+    registers: [registry],
+  });
   const errors = new Counter({
     name: 'seckill_error_answers_total',
     help:
@@ -73,6 +79,7 @@ export function createMetrics(): Metrics {
     retries,
     expired,
     repairs,
+    redisDataLosses,
   };
 }
 

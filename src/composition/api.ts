@@ -1,6 +1,5 @@
 // The API's role on top of the core: tokens, claims, order actions and the routes' dependencies.
 // It needs an id generator up front (claims and vouchers get ids synchronously).
-import { sql } from 'kysely';
 import type { AppDeps } from '../app.js';
 import { createGuards } from '../auth/guards.js';
 import { createTokenService, type TokenService } from '../auth/tokens.js';
@@ -20,6 +19,7 @@ import { listOrdersUseCase } from '../orders/list-orders.js';
 import { createOrderRepository } from '../orders/repository.js';
 import { httpLimits } from '../protection/http-limits.js';
 import { trafficGuards } from '../protection/traffic-guards.js';
+import { readinessCheck } from '../readiness.js';
 import { createVoucherUseCase } from '../vouchers/create-voucher.js';
 import { waitlistPositionUseCase } from '../waitlist/position.js';
 import type { Core } from './core.js';
@@ -45,10 +45,7 @@ export function createApi(core: Core, ids: IdGenerator): Api {
     countError: metrics.countError,
     httpLimits: httpLimits(config),
     trafficGuards: trafficGuards(config),
-    async checkReady() {
-      await redis.ping();
-      await sql`select 1`.execute(db);
-    },
+    readiness: readinessCheck({ redisWatch: core.redisWatch, db }),
     vouchers: {
       directory,
       redisState,

@@ -11,6 +11,7 @@ import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
 import { createRedis, redisReady } from '../infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
+import { RedisWatch } from '../infra/redis/redis-watch.js';
 import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
 import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import { createReleases, type Releases } from '../lifecycle/releases.js';
@@ -30,6 +31,8 @@ export interface Core {
   db: Db;
   keys: KeySpace;
   scripts: Scripts;
+  /** Notices Redis data loss (hooks rebuild what was lost) and measures Redis for /readyz. */
+  redisWatch: RedisWatch;
   metrics: Metrics;
   /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
   unitsBack: UnitsBack;
@@ -76,6 +79,8 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     // Whatever gives units back through these scripts announces it.
     const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
     const metrics = createMetrics();
+    const redisWatch = await RedisWatch.start({ redis, keys, log, intervalMs: config.redisCheckIntervalMs, onDataLoss: () => metrics.redisDataLosses.inc() });
+    closer.add('redis watch', () => redisWatch.close());
     const events = createOrderEvents({ redis, keys, log });
     closer.add('order events', () => events.close());
 
@@ -83,6 +88,8 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const ids = () => {
       leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log }).then((generator) => {
         closer.add('worker-id lease', () => generator.close());
+        // Renew at once: until then a process starting now could lease the same worker id.
+        redisWatch.onDataLoss('worker-id lease', () => generator.renew());
         return generator;
       });
       return leased;
@@ -100,7 +107,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
     return {
-      config, log, redis, db, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, relay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, inflight, vouchers, directory, redisState, relay, releases, reconciler,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

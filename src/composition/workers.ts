@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
-import { OrderPipeline } from '../pipeline/consumer.js';
+import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
 import type { Core } from './core.js';
 
 export interface Workers {
@@ -19,7 +19,7 @@ export interface Workers {
 }
 
 export function createWorkers(core: Core): Workers {
-  const { config, log, redis, db, keys, scripts, metrics, events, relay, releases, reconciler, closer } = core;
+  const { config, log, redis, db, keys, scripts, metrics, events, relay, releases, reconciler, closer, redisWatch } = core;
   /** Starts once; its stop joins the closer as soon as it exists. */
   const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
     let started: Promise<T> | null = null;
@@ -30,8 +30,8 @@ export function createWorkers(core: Core): Workers {
       }));
   };
 
-  const startPipeline = once('order pipeline', () =>
-    OrderPipeline.start({
+  const startPipeline = once('order pipeline', async () => {
+    const pipeline = await OrderPipeline.start({
       redis,
       db,
       keys,
@@ -51,8 +51,11 @@ export function createWorkers(core: Core): Workers {
         retried: () => metrics.retries.inc(),
         announce: events,
       },
-    }),
-  );
+    });
+    // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
+    redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
+    return pipeline;
+  });
 
   let expiry: ExpiryWorker | null = null;
   const startExpiry = () => {
@@ -71,9 +74,11 @@ export function createWorkers(core: Core): Workers {
     return expiry;
   };
 
-  const startSchedule = once('reconcile schedule', () =>
-    ReconcileSchedule.start({ redis, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log }),
-  );
+  const startSchedule = once('reconcile schedule', async () => {
+    const schedule = await ReconcileSchedule.start({ redis, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log });
+    redisWatch.onDataLoss('reconcile schedule', () => schedule.reschedule());
+    return schedule;
+  });
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
 
   return {

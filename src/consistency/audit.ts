@@ -1,6 +1,6 @@
 // The invariants of DESIGN.md §2 for one voucher, evaluated against both stores. On a live system
 // (`seckill audit`) Redis is compared with what the database implies once in-flight orders and
-// pending releases are accounted for (reconcile/observe.ts), so work in flight is not drift; with
+// pending releases are accounted for (observe.ts), but an order in flight for over 30 s is reported, so work in flight is not drift; with
 // `drained` (tests, demo, bench verdicts) in-flight orders are themselves a failure.
 import type { Redis } from 'ioredis';
 import type { Db } from '../infra/db/database.js';
@@ -38,6 +38,8 @@ export interface AuditDeps {
 }
 
 const FIRST = 10;
+/** An admitted order not stored after this long is reported as stuck, on a live system too. */
+export const STUCK_INFLIGHT_MS = 30_000;
 const ACTIVE = new Set(['pending_payment', 'paid']);
 
 function sameCounts(a: Map<string, number>, b: Map<string, number>, label: [string, string]): string[] {
@@ -108,6 +110,10 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
   const stored = new Set(orders.map((o) => o.id));
   const i3 = (admitted ?? []).filter((o) => !stored.has(o)).map((o) => `admitted order ${o} not stored`);
   i3.push(...orders.filter((o) => o.status === 'failed' && !o.failure_reason).map((o) => `failed order ${o.id} has no reason`));
+  // Live: normal in-flight work takes milliseconds; an order this old is stuck on its way to the
+  // database (no consumer, a lost consumer group) and its buyer sees "processing" forever.
+  const stuck = pending.filter((o) => !stored.has(o.orderId) && Date.now() - o.createdAt.getTime() > STUCK_INFLIGHT_MS);
+  if (stuck.length) i3.push(`${stuck.length} admitted order(s) in flight for over ${STUCK_INFLIGHT_MS / 1000} s, not stored (first: ${stuck[0]!.orderId})`);
 
   const i4: string[] = [];
   if (drained) {

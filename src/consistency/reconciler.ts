@@ -19,7 +19,8 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
-import { CONSUMER_GROUP, unacknowledgedEntries } from '../pipeline/maintenance.js';
+import { ensureConsumerGroups } from '../pipeline/consumer.js';
+import { CONSUMER_GROUP, hasConsumerGroup, unacknowledgedEntries } from '../pipeline/maintenance.js';
 import { settleInput, settlementOfRow } from '../pipeline/settlement.js';
 import { type InflightOrder, inflightOfEntry, isMalformed, parseEntry } from '../infra/redis/records.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
@@ -45,7 +46,8 @@ export type DriftKind =
   | 'lost_inflight_record'
   | 'unsettled_order'
   | 'overdue_orders'
-  | 'stuck_outbox';
+  | 'stuck_outbox'
+  | 'consumer_group_missing';
 
 export interface Drift {
   kind: DriftKind;
@@ -146,6 +148,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   }
 
   async function repairRedisState(voucher: Voucher, report: ReconcileReport, note: (d: Drift) => void) {
+    // Without the group nothing reads the shard's stream: admitted orders would never be stored.
+    const shard = keys.shardOf(voucher.id);
+    if (!(await hasConsumerGroup(redis, keys.orders(shard)))) {
+      const repaired = await ensureConsumerGroups(redis, keys, [shard]).then(() => true, () => false);
+      note({ kind: 'consumer_group_missing', detail: `shard ${shard}: the order stream has no consumer group (Redis lost its data?); recreated`, repaired });
+    }
     const first = await observe(voucher.id);
     if (first.kind === 'not_found') return;
     if (first.kind === 'missing') {
@@ -198,7 +206,6 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     }
     const unsettled = both(again.unsettled, seen.unsettled);
     if (unsettled.length) {
-      const shard = keys.shardOf(voucher.id);
       const settled = await scripts.settle(
         CONSUMER_GROUP,
         shard,

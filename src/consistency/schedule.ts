@@ -25,6 +25,8 @@ export class ReconcileSchedule {
     private readonly queue: Queue,
     private readonly worker: Worker,
     private readonly closeConnections: () => Promise<void>,
+    /** Registers the job scheduler (idempotent): again after Redis lost it with its data. */
+    readonly reschedule: () => Promise<void>,
   ) {}
 
   static async start({ redis, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
@@ -34,7 +36,9 @@ export class ReconcileSchedule {
     const workerConn = connect('seckill-reconcile-worker');
     const lockConn = connect('seckill-reconcile-lock');
     const queue = new Queue(QUEUE, { connection: queueConn, prefix: bullPrefix });
-    await queue.upsertJobScheduler(QUEUE, { every: intervalMs }, { name: 'reconcile-all', opts: { removeOnComplete: 10, removeOnFail: 50 } });
+    const schedule = () =>
+      queue.upsertJobScheduler(QUEUE, { every: intervalMs }, { name: 'reconcile-all', opts: { removeOnComplete: 10, removeOnFail: 50 } }).then(() => undefined);
+    await schedule();
 
     const worker = new Worker(
       QUEUE,
@@ -63,7 +67,7 @@ export class ReconcileSchedule {
     const closeConnections = async () => {
       await Promise.all([queueConn, workerConn, lockConn].map((c) => c.quit().catch(() => c.disconnect())));
     };
-    return new ReconcileSchedule(queue, worker, closeConnections);
+    return new ReconcileSchedule(queue, worker, closeConnections, schedule);
   }
 
   /** Lets a running reconciliation finish, then stops taking jobs. Idempotent. */

@@ -68,8 +68,8 @@ export class LeasedIdGenerator implements IdGenerator {
     throw new Error(`all ${MAX_WORKER_ID + 1} id-generator worker ids are leased`);
   }
 
-  /** Renews the lease; on loss, takes a fresh worker id. Errors leave the old lease to expire. */
-  private async renew(): Promise<void> {
+  /** Renews the lease (now: after Redis lost it with its data); on loss, takes a fresh worker id. Errors leave the old lease to expire. */
+  async renew(): Promise<void> {
     if (this.closed || !this.generator) return;
     const requestedAt = performance.now();
     try {

@@ -54,15 +54,22 @@ export interface PipelineDeps {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function ensureConsumerGroups(redis: Redis, keys: KeySpace): Promise<void> {
+const allShards = (keys: KeySpace) => Array.from({ length: keys.shards }, (_, s) => s);
+
+/** Creates the group on every shard stream (or on `shards`) where it is missing; idempotent. */
+export async function ensureConsumerGroups(redis: Redis, keys: KeySpace, shards = allShards(keys)): Promise<void> {
   await Promise.all(
-    Array.from({ length: keys.shards }, (_, s) =>
+    shards.map((s) =>
+      // From 0: entries admitted after Redis lost the group (and its stream) are read too.
       redis.xgroup('CREATE', keys.orders(s), CONSUMER_GROUP, '0', 'MKSTREAM').catch((err: Error) => {
         if (!err.message.includes('BUSYGROUP')) throw err;
       }),
     ),
   );
 }
+
+/** Redis answered that the consumer group (or its stream) does not exist: it lost its data. */
+const isMissingGroup = (err: unknown) => /NOGROUP/.test((err as Error).message ?? '');
 
 class Lane {
   private readonly conn: Redis;
@@ -116,7 +123,16 @@ class Lane {
         }
       } catch (err) {
         if (this.closing) break;
-        log.warn({ err }, 'order pipeline lane error; retrying');
+        if (isMissingGroup(err)) {
+          log.error({ shards: this.shards }, 'consumer group missing (Redis lost its data?); recreating it');
+          const recreated = await ensureConsumerGroups(this.deps.redis, keys, this.shards).then(
+            () => true,
+            (e: unknown) => (log.warn({ err: e }, 'could not recreate the consumer group; retrying'), false),
+          );
+          if (recreated) continue;
+        } else {
+          log.warn({ err }, 'order pipeline lane error; retrying');
+        }
         await sleep(500);
       }
     }
@@ -277,7 +293,7 @@ export class OrderPipeline {
     await ensureConsumerGroups(deps.redis, deps.keys);
     const count = Math.min(deps.options.lanes, deps.keys.shards);
     const lanes = Array.from({ length: count }, (_, i) => {
-      const shards = Array.from({ length: deps.keys.shards }, (_, s) => s).filter((s) => s % count === i);
+      const shards = allShards(deps.keys).filter((s) => s % count === i);
       return new Lane(deps, shards);
     });
     await Promise.all(lanes.map((l) => l.start()));

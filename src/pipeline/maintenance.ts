@@ -52,3 +52,14 @@ export async function unacknowledgedEntries(redis: Redis, stream: string, limit:
   const undelivered = await redis.xrange(stream, `(${lastDelivered}`, '+', 'COUNT', limit);
   return [...delivered.flat(), ...undelivered] as [string, string[]][];
 }
+
+/** Whether the stream exists with the consumer group on it (false after Redis lost its data). */
+export async function hasConsumerGroup(redis: Redis, stream: string): Promise<boolean> {
+  try {
+    const groups = ((await redis.xinfo('GROUPS', stream)) as unknown[][]).map(toRecord);
+    return groups.some((g) => g.name === CONSUMER_GROUP);
+  } catch (err) {
+    if (/no such key/i.test((err as Error).message)) return false;
+    throw err;
+  }
+}

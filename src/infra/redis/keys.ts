@@ -41,6 +41,8 @@ export interface KeySpace {
   workerLease(workerId: number): string;
   /** Highest timestamp ever issued under a worker id (guards restarts with a clock set back). */
   workerHighWater(workerId: number): string;
+  /** String: a token written once and kept; when it is gone or changed, Redis lost its data (redis-watch.ts). */
+  dataEpoch(): string;
   /** Every key this prefix owns (for tests and `flush`). */
   pattern(): string;
 }
@@ -71,6 +73,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     reconcileLock: (id) => `${v(id)}:reconciling`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
+    dataEpoch: () => `${prefix}:epoch`,
     pattern: () => `${prefix}:*`,
   };
 }

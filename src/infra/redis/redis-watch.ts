@@ -1,0 +1,124 @@
+// Notices when Redis has lost its data while the service runs (a restart without persistence, a
+// failover to an empty replica, a FLUSHALL) and says so, and measures Redis' latency for /readyz.
+// A token (the data epoch) is written once and kept: every process remembers the one it saw, so
+// each of them notices the loss at its next check, even after another process wrote a new token.
+// What keeps state in Redis registers a hook to rebuild it (consumer groups, the reconcile
+// schedule, the worker-id lease); voucher state is rebuilt from the database by the first claim
+// that misses it.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { KeySpace } from './keys.js';
+
+/** A reply slower than this makes Redis "degraded" in /readyz. */
+const SLOW_MS = 250;
+/** /readyz reports "degraded" this long after a data loss. */
+const LOSS_REPORTED_MS = 60_000;
+
+export type DependencyState = 'ok' | 'degraded' | 'down';
+
+export interface RedisHealth {
+  state: DependencyState;
+  latencyMs: number | null;
+  error?: string;
+  /** The last time this process noticed that Redis had lost its data. */
+  dataLostAt?: string;
+  dataLosses: number;
+}
+
+export type DataLossHook = () => Promise<unknown> | unknown;
+
+export interface RedisWatchDeps {
+  redis: Redis;
+  keys: KeySpace;
+  log: Logger;
+  intervalMs: number;
+  /** Called once per loss noticed (a metric). */
+  onDataLoss?(): void;
+}
+
+export class RedisWatch {
+  private epoch: string | null = null;
+  private readonly hooks: { name: string; run: DataLossHook }[] = [];
+  private health: RedisHealth = { state: 'ok', latencyMs: null, dataLosses: 0 };
+  private timer: NodeJS.Timeout | null = null;
+  private checking: Promise<void> | null = null;
+
+  private constructor(private readonly deps: RedisWatchDeps) {}
+
+  static async start(deps: RedisWatchDeps): Promise<RedisWatch> {
+    const watch = new RedisWatch(deps);
+    watch.epoch = await watch.claimEpoch();
+    watch.timer = setInterval(() => void watch.check(), deps.intervalMs);
+    watch.timer.unref();
+    return watch;
+  }
+
+  /** `run` rebuilds what `name` kept in Redis; hooks run in registration order after a loss. */
+  onDataLoss(name: string, run: DataLossHook): void {
+    this.hooks.push({ name, run });
+  }
+
+  current(): RedisHealth {
+    const h = this.health;
+    const lostRecently = h.dataLostAt !== undefined && Date.now() - Date.parse(h.dataLostAt) < LOSS_REPORTED_MS;
+    if (h.state === 'ok' && lostRecently) return { ...h, state: 'degraded' };
+    return h;
+  }
+
+  /** One check now (the timer runs one every intervalMs); concurrent callers share it. */
+  check(): Promise<void> {
+    this.checking ??= this.checkOnce().finally(() => (this.checking = null));
+    return this.checking;
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private async claimEpoch(): Promise<string> {
+    const { redis, keys } = this.deps;
+    await redis.set(keys.dataEpoch(), randomUUID(), 'NX');
+    return (await redis.get(keys.dataEpoch())) ?? '';
+  }
+
+  private async checkOnce(): Promise<void> {
+    const started = performance.now();
+    let seen: string | null;
+    try {
+      seen = await this.deps.redis.get(this.deps.keys.dataEpoch());
+    } catch (err) {
+      this.health = { ...this.health, state: 'down', latencyMs: null, error: (err as Error).message };
+      return;
+    }
+    const latencyMs = Math.round((performance.now() - started) * 10) / 10;
+    this.health = { ...this.health, state: latencyMs > SLOW_MS ? 'degraded' : 'ok', latencyMs, error: undefined };
+    if (seen === this.epoch) return;
+    await this.recover();
+  }
+
+  private async recover(): Promise<void> {
+    const { log, onDataLoss } = this.deps;
+    this.health = { ...this.health, dataLostAt: new Date().toISOString(), dataLosses: this.health.dataLosses + 1 };
+    onDataLoss?.();
+    log.error(
+      { rebuilding: this.hooks.map((h) => h.name) },
+      'Redis lost its data (restarted without persistence, failed over to an empty replica, or flushed): orders admitted but not yet stored ' +
+        'are gone; consumer groups, leases and schedules are rebuilt now, voucher state from the database at its next claim',
+    );
+    try {
+      this.epoch = await this.claimEpoch();
+    } catch (err) {
+      log.warn({ err }, 'could not write the data epoch; the next check tries again');
+      return;
+    }
+    for (const hook of this.hooks) {
+      try {
+        await hook.run();
+      } catch (err) {
+        log.error({ err, hook: hook.name }, 'rebuilding after a Redis data loss failed; the next check or the component itself retries');
+      }
+    }
+  }
+}
