@@ -13,6 +13,7 @@ import type { App } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
+import { registerGracefulClose } from './protection/graceful-close.js';
 import { registerTrafficGuards, type TrafficGuards } from './protection/traffic-guards.js';
 import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './consistency/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './claims/routes.js';
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.code(404).send({ code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
+  const closing = registerGracefulClose(app, deps.httpLimits.shutdownGraceMs);
   await registerTrafficGuards(app, deps.trafficGuards);
   await app.register(swagger, {
     openapi: {
@@ -105,6 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+    if (closing()) return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: 'shutting down' });
     const readiness = await deps.readiness();
     if (readiness.status !== 'unavailable') return readiness;
     const down = [readiness.redis.state === 'down' && 'Redis', readiness.database.state === 'down' && 'the database'].filter(Boolean);

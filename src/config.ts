@@ -204,14 +204,14 @@ export const settings = {
   ),
   bucketUserRate: setting(
     'BUCKET_USER_RATE',
-    '0',
-    'Claims per second one buyer may send for one voucher, across every instance (token bucket in Redis; excess: 429 RATE_LIMITED). 0: off.',
+    '5',
+    'Claims per second one buyer may send for one voucher, across every instance (token bucket in Redis; excess: 429 RATE_LIMITED). On by default at a pace no person clicking reaches, so one client firing hundreds of claims is turned away in Redis before any other check. 0: off.',
     int(0, 1_000_000),
   ),
   bucketUserBurst: setting(
     'BUCKET_USER_BURST',
     '',
-    'Claims one buyer can send at once for one voucher (default: BUCKET_USER_RATE, one second\'s worth).',
+    'Claims one buyer can send at once for one voucher (default: twice BUCKET_USER_RATE, two seconds\' worth).',
     intOrDerived(1, 1_000_000),
   ),
   ipRateLimit: setting(
@@ -256,6 +256,12 @@ export const settings = {
     '8192',
     'Largest request head (request line and headers) accepted; larger: 431 HEADERS_TOO_LARGE.',
     int(1_024, 65_536),
+  ),
+  shutdownGraceMs: setting(
+    'SHUTDOWN_GRACE_MS',
+    '1000',
+    'On SIGTERM, how long the API keeps serving (answers carry Connection: close) before it stops listening and closes idle connections, so clients on keep-alive connections are not reset mid-request.',
+    int(0, 120_000),
   ),
   overloadEventLoopDelayMs: setting(
     'OVERLOAD_EVENT_LOOP_DELAY_MS',

@@ -14,7 +14,7 @@ export type ContainerOptions = CoreOptions;
 export async function createContainer(config: Config, log: Logger, options: ContainerOptions = {}): Promise<Container> {
   const core = await createCore(config, log, options);
   try {
-    const api = createApi(core, await core.ids());
+    const api = await createApi(core, await core.ids());
     return { ...core, ...api, ...createWorkers(core) };
   } catch (err) {
     await core.close().catch(() => undefined);

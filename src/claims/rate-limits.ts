@@ -11,7 +11,7 @@ import { rateLimited } from './errors.js';
 export function claimRateLimits(config: Config): ClaimRateLimits {
   return {
     voucher: { rate: config.bucketVoucherRate, burst: config.bucketVoucherBurst ?? config.bucketVoucherRate },
-    user: { rate: config.bucketUserRate, burst: config.bucketUserBurst ?? config.bucketUserRate },
+    user: { rate: config.bucketUserRate, burst: config.bucketUserBurst ?? 2 * config.bucketUserRate },
   };
 }
 

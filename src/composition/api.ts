@@ -1,11 +1,13 @@
 // The API's role on top of the core: tokens, claims, order actions and the routes' dependencies.
-// It needs an id generator up front (claims and vouchers get ids synchronously).
+// It needs an id generator up front (claims and vouchers get ids synchronously), and checks that
+// Redis can keep the promise ADMIT_DURABILITY makes (claims/durability.ts).
 import type { AppDeps } from '../app.js';
 import { createGuards } from '../auth/guards.js';
 import { createTokenService, type TokenService } from '../auth/tokens.js';
 import { batchAdmissions } from '../claims/admission-batch.js';
 import { createClaimTokens, type ClaimTokens } from '../claims/claim-tokens.js';
 import { claimersByKind } from '../claims/claimers.js';
+import { durableAdmitMany } from '../claims/durability.js';
 import { claimRateLimits, rateLimitedSqlClaims } from '../claims/rate-limits.js';
 import { claimSeckillUseCase } from '../claims/seckill-claimer.js';
 import { createSoldOutCache } from '../claims/sold-out-cache.js';
@@ -30,13 +32,15 @@ export interface Api {
   appDeps: AppDeps;
 }
 
-export function createApi(core: Core, ids: IdGenerator): Api {
+export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, releases, reconciler } = core;
   const tokens = createTokenService(config.jwtSecret);
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
   const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, scripts, unitsBack, log });
-  const getOrder = getOrderUseCase({ orders: createOrderRepository(db), inflight });
+  const orders = createOrderRepository(db);
+  const getOrder = getOrderUseCase({ orders, inflight });
+  const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => core.closer.add(name, close) });
 
   const appDeps: AppDeps = {
     logger: log,
@@ -57,14 +61,14 @@ export function createApi(core: Core, ids: IdGenerator): Api {
       claimTokens,
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
       claimers: claimersByKind({
-        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions(scripts, limits), redisState, soldOut, onOutcome: metrics.countClaim }),
+        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, onOutcome: metrics.countClaim }),
         inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
       }),
     },
     claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
     orders: {
       getOrder,
-      listOrders: listOrdersUseCase({ orders: createOrderRepository(db) }),
+      listOrders: listOrdersUseCase({ orders }),
       events,
     },
     lifecycle: {

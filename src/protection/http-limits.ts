@@ -20,6 +20,8 @@ export interface HttpLimits {
   maxHeaderBytes: number;
   /** Proxies whose X-Forwarded-For names the client (none: the socket address is the client). */
   trustedProxies: string[];
+  /** After close() starts, how long requests are still served (with Connection: close): graceful-close.ts. */
+  shutdownGraceMs: number;
 }
 
 export const httpLimits = (config: Config): HttpLimits => ({
@@ -27,6 +29,7 @@ export const httpLimits = (config: Config): HttpLimits => ({
   keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
   maxHeaderBytes: config.httpMaxHeaderBytes,
   trustedProxies: config.trustedProxies,
+  shutdownGraceMs: config.shutdownGraceMs,
 });
 
 const TIMEOUT_CHECK_MS = 1_000;
@@ -42,6 +45,8 @@ export function serverOptions(limits: HttpLimits): FastifyHttpOptions<Server> {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionTimeout: 0,
+    // Our own 503 while closing, in the contract's shape (graceful-close.ts).
+    return503OnClosing: false,
     trustProxy: limits.trustedProxies.length ? limits.trustedProxies : false,
     http: {
       maxHeaderSize: limits.maxHeaderBytes,

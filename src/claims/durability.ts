@@ -1,0 +1,67 @@
+// What a 202 guarantees (ADMIT_DURABILITY):
+// - memory: the admission is in Redis memory (lost if Redis dies before the pipeline stores it);
+// - fsync: Redis has it in its append-only file, fsynced before it answers (appendfsync always;
+//   Redis fsyncs once per event-loop turn, so the claims of one admit call share one fsync).
+//   Checked at start-up: the service refuses to start on a Redis that does not fsync;
+// - replica: ADMIT_REPLICAS replicas have it: WAIT after each admit call, on the connection that
+//   made it. When they do not confirm within ADMIT_WAIT_TIMEOUT_MS the claims of that call are
+//   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it.
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { redisReady } from '../infra/redis/client.js';
+import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
+import { loadScripts } from '../infra/redis/scripts/loader.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+
+export type AdmitMany = AdmissionScripts['admitMany'];
+
+export interface DurabilityDeps {
+  config: Pick<Config, 'admitDurability' | 'admitReplicas' | 'admitWaitTimeoutMs' | 'redisCommandTimeoutMs'>;
+  redis: Redis;
+  keys: KeySpace;
+  scripts: Pick<AdmissionScripts, 'admitMany'>;
+  log: Logger;
+  /** Cleanup of a connection made here. */
+  onClose(name: string, close: () => unknown): void;
+}
+
+/** Refuses ADMIT_DURABILITY=fsync on a Redis that would answer before its append-only file is fsynced. */
+async function checkFsync(redis: Redis, log: Logger): Promise<void> {
+  let settings: Record<string, string>;
+  try {
+    const flat = [...((await redis.config('GET', 'appendonly')) as string[]), ...((await redis.config('GET', 'appendfsync')) as string[])];
+    settings = Object.fromEntries(flat.flatMap((v, i) => (i % 2 ? [] : [[v, flat[i + 1]!]])));
+  } catch (err) {
+    log.warn({ err }, 'ADMIT_DURABILITY=fsync: CONFIG GET is not allowed here, so appendonly/appendfsync cannot be checked; make sure they are yes/always');
+    return;
+  }
+  if (settings.appendonly !== 'yes' || settings.appendfsync !== 'always') {
+    throw new Error(
+      `ADMIT_DURABILITY=fsync needs Redis with appendonly yes and appendfsync always (found appendonly ${settings.appendonly}, appendfsync ${settings.appendfsync})`,
+    );
+  }
+}
+
+/** The admit call that keeps the configured promise. */
+export async function durableAdmitMany({ config, redis, keys, scripts, log, onClose }: DurabilityDeps): Promise<AdmitMany> {
+  if (config.admitDurability === 'fsync') await checkFsync(redis, log);
+  if (config.admitDurability !== 'replica') return scripts.admitMany;
+
+  // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
+  // WAIT written right after an admit call follows it on the wire.
+  const conn = redis.duplicate({ enableAutoPipelining: false, connectionName: 'seckill-admissions' });
+  onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
+  await redisReady(conn, config.redisCommandTimeoutMs);
+  const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;
+  const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
+  return async (voucherId, claims, limits) => {
+    const [results, confirmed] = await Promise.all([admitOn(voucherId, claims, limits), conn.wait(replicas, timeoutMs)]);
+    if (confirmed >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED)) return results;
+    throw new AppError(
+      'UNAVAILABLE',
+      `admission not confirmed by ${replicas} replica(s) within ${timeoutMs} ms; retry with the same Idempotency-Key (it returns the same order if it stands)`,
+    );
+  };
+}
