@@ -3,13 +3,13 @@ import { execFile, spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createTokenService } from '../src/auth/tokens.js';
-import { dropDatabase } from '../src/infra/db/database.js';
-import { JsonClient } from '../src/loadgen/http-client.js';
-import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from './helpers.js';
+import { createTokenService } from '../../src/auth/tokens.js';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { JsonClient } from '../../src/loadgen/http-client.js';
+import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from '../support/helpers.js';
 import { Redis } from 'ioredis';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 const seckill = (args: string[], env: Record<string, string> = {}) =>
   run(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } });

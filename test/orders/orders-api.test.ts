@@ -6,10 +6,10 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import Fastify from 'fastify';
-import { createEventStreams } from '../src/orders/event-stream.js';
-import type { OrderEvent, OrderEventListener } from '../src/orders/events.js';
-import { claim, createVoucher, startTestApp, type TestApp } from './helpers.js';
-import { waitForDrain } from './invariants.js';
+import { createEventStreams } from '../../src/orders/event-stream.js';
+import type { OrderEvent, OrderEventListener } from '../../src/orders/events.js';
+import { claim, createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;
 let base: string;

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { createKeySpace } from '../src/infra/redis/keys.js';
-import { type AdmitClaim, AdmitCode, type ClaimRateLimits, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../src/infra/redis/scripts/admission.js';
-import { createScripts, type Scripts } from '../src/infra/redis/scripts/index.js';
-import { batchAdmissions } from '../src/claims/admission-batch.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
-import { type PrivateRedis, startPrivateRedis } from './private-redis.js';
+import { createKeySpace } from '../../../../src/infra/redis/keys.js';
+import { type AdmitClaim, AdmitCode, type ClaimRateLimits, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
+import { createScripts, type Scripts } from '../../../../src/infra/redis/scripts/index.js';
+import { batchAdmissions } from '../../../../src/claims/admission-batch.js';
+import { deleteKeys, REDIS_URL, uniqueName } from '../../../support/helpers.js';
+import { type PrivateRedis, startPrivateRedis } from '../../../support/private-redis.js';
 
 const keys = createKeySpace(uniqueName('admit'), 4);
 let redis: Redis;

@@ -3,8 +3,8 @@
 // 4xx that changes nothing.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { claim, createVoucher, redisView, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;
 before(async () => {

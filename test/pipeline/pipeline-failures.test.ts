@@ -2,15 +2,15 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createDb } from '../src/infra/db/database.js';
-import { AdmitCode } from '../src/infra/redis/scripts/admission.js';
-import { ensureConsumerGroups } from '../src/pipeline/consumer.js';
-import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
-import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { createDb } from '../../src/infra/db/database.js';
+import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
+import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
+import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
+import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function startWorker(t: TestApp, name: string): ChildProcess {
   const c = t.c.config;

@@ -3,8 +3,8 @@
 // voucher bucket and ONE bucket per buyer.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, startSecondInstance, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { claim, createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 const VOUCHER_RATE = 40;
 const VOUCHER_BURST = 20;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Container } from '../src/container.js';
-import type { OrderEvent } from '../src/orders/events.js';
-import { claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants } from './invariants.js';
+import type { Container } from '../../src/container.js';
+import type { OrderEvent } from '../../src/orders/events.js';
+import { claim, createVoucher, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants } from '../support/invariants.js';
 
 const LOCK_TTL_MS = 300;
 

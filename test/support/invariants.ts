@@ -1,7 +1,7 @@
 // Asserts the invariants of DESIGN.md §2 (src/audit) on a drained voucher.
 import assert from 'node:assert/strict';
-import { auditVoucher, type VoucherAudit } from '../src/consistency/audit.js';
-import type { Container } from '../src/container.js';
+import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
+import type { Container } from '../../src/container.js';
 
 export interface VoucherTruth {
   dbStock: number;

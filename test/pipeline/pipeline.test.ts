@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { createContainer } from '../src/container.js';
-import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
-import { isMalformed, parseEntry, type OrderEntry } from '../src/infra/redis/records.js';
-import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../src/pipeline/bulk-sql.js';
-import { FailureReason } from '../src/pipeline/settlement.js';
-import { storeOrders } from '../src/pipeline/store-orders.js';
-import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
+import { createContainer } from '../../src/container.js';
+import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
+import { isMalformed, parseEntry, type OrderEntry } from '../../src/infra/redis/records.js';
+import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
+import { FailureReason } from '../../src/pipeline/settlement.js';
+import { storeOrders } from '../../src/pipeline/store-orders.js';
+import { burst, claim, createVoucher, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;
 before(async () => {

@@ -7,13 +7,13 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { createTokenService } from '../src/auth/tokens.js';
-import { JsonClient } from '../src/loadgen/http-client.js';
-import { dropDatabase } from '../src/infra/db/database.js';
-import { decodeId } from '../src/ids/snowflake.js';
-import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName, waitFor } from './helpers.js';
+import { createTokenService } from '../../src/auth/tokens.js';
+import { JsonClient } from '../../src/loadgen/http-client.js';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { decodeId } from '../../src/ids/snowflake.js';
+import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName, waitFor } from '../support/helpers.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const name = uniqueName('procs');
 // CLAIM_IDLE_MS: the killed process's unstored entries are taken over within a second.
 const env = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 's', LOG_LEVEL: 'info', API_PROCESSES: '2', CLAIM_IDLE_MS: '1000' };

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { CONSUMER_GROUP, trimAcknowledged } from '../src/pipeline/maintenance.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
+import { CONSUMER_GROUP, trimAcknowledged } from '../../src/pipeline/maintenance.js';
+import { deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
 
 const prefix = uniqueName('trim');
 let redis: Redis;

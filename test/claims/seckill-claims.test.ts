@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
+import { claim, createVoucher, redisView, startTestApp, type TestApp } from '../support/helpers.js';
 
 let t: TestApp;
 before(async () => {

@@ -7,11 +7,11 @@ import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import type { Container } from '../src/container.js';
-import { createScripts } from '../src/infra/redis/scripts/index.js';
-import { createReleases } from '../src/lifecycle/releases.js';
-import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import type { Container } from '../../src/container.js';
+import { createScripts } from '../../src/infra/redis/scripts/index.js';
+import { createReleases } from '../../src/lifecycle/releases.js';
+import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Long enough that only an announcement (pub/sub) can clear a flag within a second.
 const LONG_FLAG_MS = '10000';

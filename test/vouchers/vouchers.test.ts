@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
+import { claim, createVoucher, redisView, startTestApp, type TestApp } from '../support/helpers.js';
 
 let t: TestApp;
 before(async () => {

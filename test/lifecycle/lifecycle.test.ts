@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { createReleases } from '../src/lifecycle/releases.js';
-import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
+import { createReleases } from '../../src/lifecycle/releases.js';
+import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;
 before(async () => {

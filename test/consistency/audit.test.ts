@@ -3,10 +3,10 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { burst, claim, createVoucher, orderAction, range, startTestApp, type TestApp } from './helpers.js';
-import { waitForDrain } from './invariants.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitForDrain } from '../support/invariants.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 
 let t: TestApp;

@@ -9,10 +9,10 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
-import type { BenchRun } from '../src/loadgen/bench.js';
-import { createVoucher, startTestApp, type TestApp } from './helpers.js';
+import type { BenchRun } from '../../src/loadgen/bench.js';
+import { createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 
 interface Outcome {

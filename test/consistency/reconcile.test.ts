@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { ReconcileReport } from '../src/consistency/reconciler.js';
-import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import type { ReconcileReport } from '../../src/consistency/reconciler.js';
+import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Drift injected by hand into a live system, repaired by reconciliation within two runs; the
 // audit is clean afterwards and no order failed for lack of stock (Redis never granted a unit the

@@ -2,12 +2,12 @@
 // servers (scripts/services.sh up), and removes both when it ends.
 import { pino } from 'pino';
 import type { Redis } from 'ioredis';
-import { buildApp } from '../src/app.js';
-import { type Config, loadConfig } from '../src/config.js';
-import { type Container, createContainer } from '../src/container.js';
-import type { App } from '../src/http.js';
-import { dropDatabase } from '../src/infra/db/database.js';
-import { isMalformed, parseEntry } from '../src/infra/redis/records.js';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { type Container, createContainer } from '../../src/container.js';
+import type { App } from '../../src/http.js';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';

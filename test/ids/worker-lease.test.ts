@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { decodeId, EPOCH_MS } from '../src/ids/snowflake.js';
-import { LeasedIdGenerator } from '../src/ids/worker-lease.js';
-import { createKeySpace } from '../src/infra/redis/keys.js';
-import { createScripts } from '../src/infra/redis/scripts/index.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
+import { decodeId, EPOCH_MS } from '../../src/ids/snowflake.js';
+import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
+import { createKeySpace } from '../../src/infra/redis/keys.js';
+import { createScripts } from '../../src/infra/redis/scripts/index.js';
+import { deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
 
 const keys = createKeySpace(uniqueName('lease'), 4);
 let redis: Redis;
