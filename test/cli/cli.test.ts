@@ -7,6 +7,7 @@ import { createTokenService } from '../../src/auth/tokens.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 import { Redis } from 'ioredis';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -73,11 +74,10 @@ describe('seckill command', () => {
         const buyer = await tokens.sign({ userId: 7n, admin: false }, 60);
         const claimed = await client.request('POST', `/api/vouchers/${created.body.id}/orders`, { token: buyer, body: {} });
         assert.equal(claimed.status, 202);
-        let status = 'processing';
-        for (let i = 0; i < 300 && status === 'processing'; i++) {
-          status = String((await client.request('GET', `/api/orders/${claimed.body.orderId}`, { token: buyer })).body.status);
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        const status = await waitFor('the order to leave processing', async () => {
+          const current = String((await client.request('GET', `/api/orders/${claimed.body.orderId}`, { token: buyer })).body.status);
+          return current !== 'processing' && current;
+        }, 15_000, 50);
         assert.equal(status, 'pending_payment');
         const metrics = await client.request('GET', '/metrics');
         assert.equal(metrics.status, 200);

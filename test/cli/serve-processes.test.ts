@@ -11,7 +11,8 @@ import { createTokenService } from '../../src/auth/tokens.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { decodeId } from '../../src/ids/snowflake.js';
-import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName, waitFor } from '../support/helpers.js';
+import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const name = uniqueName('procs');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ReconcileReport } from '../../src/consistency/reconciler.js';
-import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Drift injected by hand into a live system, repaired by reconciliation within two runs; the

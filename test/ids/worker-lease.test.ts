@@ -6,6 +6,7 @@ import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
 import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import { deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 
 const keys = createKeySpace(uniqueName('lease'), 4);
 let redis: Redis;
@@ -73,7 +74,7 @@ describe('leased worker ids', () => {
       // Renewals run every ttl/3 (1 s); allow for a busy machine. Between losing the id and leasing
       // a fresh one, workerId is null (ids are refused meanwhile), so wait for the fresh one.
       const moved = () => gen.workerId !== null && gen.workerId !== stolen;
-      for (let waited = 0; !moved() && waited < 5_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      await waitFor(() => `a fresh worker id (worker id ${gen.workerId}, stolen ${stolen})`, moved, 5_000, 100);
       assert.ok(moved(), `worker id ${gen.workerId}, stolen ${stolen}`);
       assert.equal(decodeId(gen.next()).workerId, gen.workerId);
     } finally {

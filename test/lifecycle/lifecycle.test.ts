@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createReleases } from '../../src/lifecycle/releases.js';
-import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;

@@ -8,6 +8,7 @@ import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
 import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
+import { waitFor } from '../support/wait.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -69,7 +70,7 @@ describe('pipeline failures', () => {
         const a = startWorker(t, `worker-a${attempt}`);
         const aExit = exited(a);
         const before = await storedCount();
-        while (!((await storedCount()) > before && (await pendingCount()) > 0)) await new Promise((r) => setTimeout(r, 5));
+        await waitFor('worker A to store orders while it holds entries', async () => (await storedCount()) > before && (await pendingCount()) > 0, 60_000, 5);
         a.kill('SIGKILL');
         await aExit;
         heldByDeadWorkers = await pendingCount();

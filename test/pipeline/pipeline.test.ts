@@ -9,6 +9,7 @@ import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
+import { waitFor } from '../support/wait.js';
 
 let t: TestApp;
 before(async () => {
@@ -63,7 +64,7 @@ describe('order pipeline', () => {
       const field = (name: string) => Number(group[group.indexOf(name) + 1]);
       return field('lag') === 0 && field('pending') === 0;
     };
-    for (let waited = 0; !(await settled()) && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the copies read and acknowledged', settled, 10_000, 50);
     assert.ok(await settled(), 'copies read and acknowledged');
     await assertInvariants(t.c, v.id, admitted);
     assert.equal((await readTruth(t.c, v.id)).orders.length, 5);

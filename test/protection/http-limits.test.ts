@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createVoucher, startSecondInstance, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 
 let base: TestApp;
 const others: TestApp[] = [];

@@ -164,17 +164,6 @@ export async function burst(t: TestApp, voucherId: string, users: number[], quan
 
 export const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
-/** Polls `check` until it returns a truthy value (returned), or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 15_000): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** POST /api/orders/:id/pay or /cancel as `userId`. */
 export async function orderAction(t: TestApp, action: 'pay' | 'cancel', orderId: string, userId: bigint | number) {
   return t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/${action}`, headers: { authorization: `Bearer ${await t.token(userId)}` } });

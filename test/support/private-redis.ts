@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { waitFor } from './wait.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -26,19 +27,23 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch (err) {
-      probe.disconnect();
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  let lastError = '';
+  try {
+    await waitFor(() => `redis-server on port ${port} to start (${lastError})`, async () => {
+      try {
+        await probe.connect();
+        await probe.ping();
+        return true;
+      } catch (err) {
+        probe.disconnect();
+        lastError = (err as Error).message;
+        if (child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
+        return false;
+      }
+    }, 10_000, 50);
+  } finally {
+    probe.disconnect();
   }
-  probe.disconnect();
   return {
     url,
     async stop() {

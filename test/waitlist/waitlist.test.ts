@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { OrderEvent } from '../../src/orders/events.js';
-import { claim, createVoucher, orderAction, range, startTestApp, type TestApp, waitFor } from '../support/helpers.js';
+import { claim, createVoucher, orderAction, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 let t: TestApp;
