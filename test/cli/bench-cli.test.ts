@@ -1,19 +1,14 @@
 // `seckill bench` as a user runs it: a child process against a real server (API + workers) that
 // this test started, judged against what Redis and MariaDB really hold afterwards.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import type { BenchRun } from '../../src/loadgen/bench.js';
 import { createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const run = promisify(execFile);
+import { runSeckill } from '../support/processes.js';
 
 interface Outcome {
   exitCode: number;
@@ -22,15 +17,9 @@ interface Outcome {
 
 /** Runs `seckill bench … --json` and parses its report, whatever the exit code. */
 async function bench(args: string[]): Promise<Outcome> {
-  const argv = ['--import', 'tsx', 'src/main.ts', 'bench', ...args, '--json', '--no-progress'];
-  try {
-    const { stdout } = await run(process.execPath, argv, { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
-    return { exitCode: 0, report: JSON.parse(stdout) };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    if (typeof failed.code !== 'number' || !failed.stdout) throw new Error(`seckill bench failed: ${failed.stderr ?? String(err)}`);
-    return { exitCode: failed.code, report: JSON.parse(failed.stdout) };
-  }
+  const { code, stdout, stderr } = await runSeckill(['bench', ...args, '--json', '--no-progress']);
+  if (code === null || (code !== 0 && !stdout)) throw new Error(`seckill bench failed: ${stderr}`);
+  return { exitCode: code, report: JSON.parse(stdout) };
 }
 
 describe('seckill bench against a running deployment', () => {

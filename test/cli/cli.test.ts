@@ -1,67 +1,40 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { createTokenService } from '../../src/auth/tokens.js';
-import { dropDatabase } from '../../src/infra/db/database.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
-import { deleteKeys, MYSQL_SERVER, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { processData } from '../support/helpers.js';
+import { runSeckill, startSeckill } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
-import { Redis } from 'ioredis';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const run = promisify(execFile);
-const seckill = (args: string[], env: Record<string, string> = {}) =>
-  run(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
 
 describe('seckill command', () => {
   it('token: prints a token for the user, signed with JWT_SECRET', async () => {
-    const { stdout } = await seckill(['token', '--user', '42', '--admin', '--ttl', '60'], { JWT_SECRET: 'cli-secret' });
+    const { code, stdout, stderr } = await runSeckill(['token', '--user', '42', '--admin', '--ttl', '60'], { env: { JWT_SECRET: 'cli-secret' } });
+    assert.equal(code, 0, stderr);
     const principal = createTokenService('cli-secret').verify(`Bearer ${stdout.trim()}`);
     assert.deepEqual(principal, { userId: 42n, admin: true });
     assert.throws(() => createTokenService('other-secret').verify(`Bearer ${stdout.trim()}`), /invalid token/);
   });
 
   it('token: refuses a user id that is not a positive 64-bit integer', async () => {
-    await assert.rejects(seckill(['token', '--user', 'abc']), (err: { code: number; stderr: string }) => {
-      assert.equal(err.code, 1);
-      assert.match(err.stderr, /--user must be a positive 64-bit decimal id/);
-      return true;
-    });
+    const { code, stderr } = await runSeckill(['token', '--user', 'abc']);
+    assert.equal(code, 1);
+    assert.match(stderr, /--user must be a positive 64-bit decimal id/);
   });
 
   it('stops at start-up with a one-line message naming an invalid variable', async () => {
-    await assert.rejects(seckill(['serve'], { PORT: 'eighty' }), (err: { code: number; stderr: string }) => {
-      assert.equal(err.code, 2);
-      assert.equal(err.stderr.trim(), 'seckill: invalid PORT: expected an integer, got "eighty"');
-      return true;
-    });
+    const { code, stderr } = await runSeckill(['serve'], { env: { PORT: 'eighty' } });
+    assert.equal(code, 2);
+    assert.equal(stderr.trim(), 'seckill: invalid PORT: expected an integer, got "eighty"');
   });
 
   describe('serve', () => {
-    const name = uniqueName('serve');
-    after(async () => {
-      await dropDatabase(`${MYSQL_SERVER}/${name}`);
-      const redis = new Redis(REDIS_URL);
-      await deleteKeys(redis, `${name}:*`);
-      redis.disconnect();
-    });
+    const data = processData('serve');
 
     it('migrates, serves, sells through the in-process pipeline, and exits 0 on SIGTERM', async () => {
-      const env = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, PORT: '0', JWT_SECRET: 's', LOG_LEVEL: 'info' };
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env } });
-      const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
-      const address = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          const match = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-          if (match) resolve(match[1]!);
-        });
-        child.once('exit', () => reject(new Error(`serve exited early: ${out}`)));
-      });
-      const client = new JsonClient(address);
+      const serve = startSeckill(['serve'], { env: { ...data, PORT: '0', JWT_SECRET: 's', LOG_LEVEL: 'info' } });
+      after(() => serve.stop()); // when the test fails before its own SIGTERM
+      const [, address] = await serve.line(/listening at (http:\/\/127\.0\.0\.1:\d+)/);
+      const client = new JsonClient(address!);
       try {
         assert.equal((await client.request('GET', '/healthz')).status, 200);
         assert.equal((await client.request('GET', '/readyz')).status, 200);
@@ -83,9 +56,8 @@ describe('seckill command', () => {
         assert.equal(metrics.status, 200);
       } finally {
         client.close();
-        child.kill('SIGTERM');
       }
-      assert.equal(await exit, 0);
+      assert.equal(await serve.stop('SIGTERM'), 0);
     });
   });
 });

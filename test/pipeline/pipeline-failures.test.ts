@@ -1,25 +1,21 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createDb } from '../../src/infra/db/database.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
 import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { type Running, startSeckill } from '../support/processes.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-function startWorker(t: TestApp, name: string): ChildProcess {
+/** `seckill worker` on the test app's data; its errors show in the test output. */
+function startWorker(t: TestApp, name: string): Running {
   const c = t.c.config;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'worker'], {
-    cwd: ROOT,
+  const worker = startSeckill(['worker'], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
-      ...process.env,
       REDIS_URL: c.redisUrl,
       DATABASE_URL: c.databaseUrl,
       REDIS_PREFIX: c.redisPrefix,
@@ -31,9 +27,9 @@ function startWorker(t: TestApp, name: string): ChildProcess {
       LOG_LEVEL: 'error',
     },
   });
+  after(() => worker.stop('SIGKILL')); // when the test fails before it stops the worker
+  return worker;
 }
-
-const exited = (p: ChildProcess) => new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
 
 describe('pipeline failures', () => {
   describe('a worker killed in the middle of a batch', () => {
@@ -68,20 +64,16 @@ describe('pipeline failures', () => {
       for (let attempt = 1; heldByDeadWorkers === 0; attempt++) {
         assert.ok(attempt <= 10, 'could not kill a worker in the middle of a batch');
         const a = startWorker(t, `worker-a${attempt}`);
-        const aExit = exited(a);
         const before = await storedCount();
         await waitFor('worker A to store orders while it holds entries', async () => (await storedCount()) > before && (await pendingCount()) > 0, 60_000, 5);
-        a.kill('SIGKILL');
-        await aExit;
+        await a.stop('SIGKILL');
         heldByDeadWorkers = await pendingCount();
       }
       assert.ok((await storedCount()) < 20_000, 'killed before the backlog was drained');
 
       const b = startWorker(t, 'worker-b');
-      const bExit = exited(b);
       await waitForDrain(t.c, v.id, 60_000);
-      b.kill('SIGTERM');
-      assert.equal(await bExit, 0, 'SIGTERM exits cleanly');
+      assert.equal(await b.stop('SIGTERM'), 0, 'SIGTERM exits cleanly');
       await assertInvariants(t.c, v.id, [...ids]);
     });
   });

@@ -1,7 +1,8 @@
 // Test harness: every test file gets its own Redis key prefix and its own database, on the real
 // servers (scripts/services.sh up), and removes both when it ends.
 import { pino } from 'pino';
-import type { Redis } from 'ioredis';
+import { after } from 'node:test';
+import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
@@ -42,6 +43,22 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
     cursor = next;
     if (keys.length) await redis.del(...keys);
   } while (cursor !== '0');
+}
+
+/**
+ * A database and Redis prefix of their own for `seckill` processes a test starts, removed after
+ * the suite (or file) this is called in: call it in a describe body or at the top level.
+ */
+export function processData(label: string): { DATABASE_URL: string; REDIS_PREFIX: string } {
+  const name = uniqueName(label);
+  const data = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name };
+  after(async () => {
+    await dropDatabase(data.DATABASE_URL);
+    const redis = new Redis(REDIS_URL);
+    await deleteKeys(redis, `${name}:*`);
+    redis.disconnect();
+  });
+  return data;
 }
 
 export interface TestApp {

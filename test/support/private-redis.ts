@@ -1,9 +1,9 @@
 // A redis-server of a test's own, on a free port, for tests that do what would disturb other test
 // files on the shared server (flush the script cache, restart, kill). scripts/services.sh installs
 // redis-server, so the binary is there wherever the suite runs.
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { start } from './processes.js';
 import { waitFor } from './wait.js';
 
 async function freePort(): Promise<number> {
@@ -24,7 +24,7 @@ export interface PrivateRedis {
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = start('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   let lastError = '';
@@ -37,20 +37,20 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       } catch (err) {
         probe.disconnect();
         lastError = (err as Error).message;
-        if (child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
+        if (server.exited) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
         return false;
       }
     }, 10_000, 50);
+  } catch (err) {
+    await server.stop('SIGKILL');
+    throw err;
   } finally {
     probe.disconnect();
   }
   return {
     url,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop('SIGTERM');
     },
   };
 }
