@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Container } from '../../src/container.js';
 import type { OrderEvent } from '../../src/orders/events.js';
-import { claim, createVoucher, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
 import { waitFor } from '../support/wait.js';
 
@@ -11,14 +11,7 @@ const LOCK_TTL_MS = 300;
 
 // Two apps: the races run with the default claim lock lifetime; the lock scenarios with a short
 // one, so that a claim outlives its first lease within a fraction of a second.
-let t: TestApp;
-let short: TestApp;
-before(async () => {
-  [t, short] = await Promise.all([startTestApp('sql-claims'), startTestApp('sql-claims-lock', { CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) })]);
-});
-after(async () => {
-  await Promise.all([t?.close(), short?.close()]);
-});
+const [t, short] = await Promise.all([startTestApp('sql-claims'), startTestApp('sql-claims-lock', { CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) })]);
 
 /** What the database holds for a voucher. */
 async function dbState(c: Container, voucherId: string) {

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { BenchRun } from '../../src/loadgen/bench.js';
-import { createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp } from '../support/helpers.js';
 import { runSeckill } from '../support/processes.js';
 
 interface Outcome {
@@ -22,23 +22,14 @@ async function bench(args: string[]): Promise<Outcome> {
   return { exitCode: code, report: JSON.parse(stdout) };
 }
 
-describe('seckill bench against a running deployment', () => {
-  let t: TestApp;
-  let url: string;
-  let workdir: string;
+describe('seckill bench against a running deployment', async () => {
+  // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
+  const t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
+  await t.c.startWorkers();
+  const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));
+  after(() => rm(workdir, { recursive: true, force: true }));
   const common = () => ['--url', url, '--secret', t.c.config.jwtSecret, '--connections', '16'];
-
-  before(async () => {
-    // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
-    t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
-    await t.c.startWorkers();
-    url = await t.app.listen({ port: 0, host: '127.0.0.1' });
-    workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));
-  });
-  after(async () => {
-    await t.close();
-    await rm(workdir, { recursive: true, force: true });
-  });
 
   it('when 400 buyers race for 150 units and 40% pay, then its counts are what Redis and MariaDB hold', async () => {
     const html = join(workdir, 'report.html');

@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { burst, claim, createVoucher, orderAction, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { describe, it } from 'node:test';
+import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { type Finished, runSeckill } from '../support/processes.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
-  await t.c.startWorkers();
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
+await t.c.startWorkers();
 
 /** `seckill audit` as an operator runs it, against this file's database and Redis prefix. */
 async function audit(voucherId: string, ...flags: string[]): Promise<Finished> {

@@ -4,24 +4,17 @@
 import assert from 'node:assert/strict';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { createEventStreams } from '../../src/orders/event-stream.js';
 import type { OrderEvent, OrderEventListener } from '../../src/orders/events.js';
-import { claim, createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { waitFor } from '../support/wait.js';
 
-let t: TestApp;
-let base: string;
-before(async () => {
-  t = await startTestApp('orders-api');
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('orders-api');
+await t.app.listen({ port: 0, host: '127.0.0.1' });
+const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
 
 // ---------------------------------------------------------------------------------------------
 // GET /api/orders
@@ -399,29 +392,25 @@ describe('GET /api/orders/events', () => {
   it('ends open streams when the app closes, so shutdown does not hang', async () => {
     const other = await startTestApp('orders-sse-close');
     let closed = false as boolean;
-    try {
-      await other.app.listen({ port: 0, host: '127.0.0.1' });
-      const origin = `http://127.0.0.1:${(other.app.server.address() as AddressInfo).port}`;
-      const clients = await Promise.all(
-        [501, 502].map(async (u) => {
-          const c = await connect('/api/orders/events', await other.token(u), origin);
-          await waitFor('connected', () => c.comments.includes('connected'));
-          return c;
-        }),
-      );
-      const started = Date.now();
-      const closing = other.app.close().then(() => (closed = true));
-      // Fail (rather than hang) if the streams keep the server open; then let the clients go.
-      await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
-      const took = Date.now() - started;
-      if (!closed) clients.forEach((c) => c.close());
-      await closing;
-      assert.ok(took < 5_000, `app.close() took ${took} ms with open streams`);
-      await Promise.all(clients.map((c) => c.done));
-      assert.ok(clients.every((c) => c.ended), 'each stream ended cleanly (not cut)');
-    } finally {
-      await other.close();
-    }
+    await other.app.listen({ port: 0, host: '127.0.0.1' });
+    const origin = `http://127.0.0.1:${(other.app.server.address() as AddressInfo).port}`;
+    const clients = await Promise.all(
+      [501, 502].map(async (u) => {
+        const c = await connect('/api/orders/events', await other.token(u), origin);
+        await waitFor('connected', () => c.comments.includes('connected'));
+        return c;
+      }),
+    );
+    const started = Date.now();
+    const closing = other.app.close().then(() => (closed = true));
+    // Fail (rather than hang) if the streams keep the server open; then let the clients go.
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
+    const took = Date.now() - started;
+    if (!closed) clients.forEach((c) => c.close());
+    await closing;
+    assert.ok(took < 5_000, `app.close() took ${took} ms with open streams`);
+    await Promise.all(clients.map((c) => c.done));
+    assert.ok(clients.every((c) => c.ended), 'each stream ended cleanly (not cut)');
   });
 
   it('writes a ping comment at the configured interval', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { createDb } from '../../src/infra/db/database.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
@@ -32,14 +32,8 @@ function startWorker(t: TestApp, name: string): Running {
 }
 
 describe('pipeline failures', () => {
-  describe('a worker killed in the middle of a batch', () => {
-    let t: TestApp;
-    before(async () => {
-      t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
-    });
-    after(async () => {
-      await t.close();
-    });
+  describe('a worker killed in the middle of a batch', async () => {
+    const t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
 
     it('when worker A is SIGKILLed holding entries, then worker B takes them over and every order is stored once', async () => {
       const v = await createVoucher(t, { stock: 20_000 });
@@ -78,18 +72,14 @@ describe('pipeline failures', () => {
     });
   });
 
-  describe('the database unreachable during a sale', () => {
-    let t: TestApp;
+  describe('the database unreachable during a sale', async () => {
     const proxy = new TcpProxy('127.0.0.1', Number(new URL(MYSQL_SERVER).port || 3306));
-    before(async () => {
-      const port = await proxy.start();
-      t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
-    });
-    after(async () => {
-      await proxy.restore();
-      await t.close();
-      await proxy.stop();
-    });
+    const port = await proxy.start();
+    // After hooks run in the order they are added: the proxy is back before the app's own
+    // clean-up drops the database through it, and stops after it.
+    after(() => proxy.restore());
+    const t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
+    after(() => proxy.stop());
 
     it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {
       const v = await createVoucher(t, { stock: 400 });

@@ -68,25 +68,47 @@ export interface TestApp {
   env: Record<string, string>;
   token(userId: bigint | number, admin?: boolean): Promise<string>;
   admin(): Promise<string>;
+  /** Runs once, however often it is called (its after hook calls it too). */
   close(): Promise<void>;
 }
 
-/** `mysqlServer` lets a test reach the database through a proxy it can cut. */
+/** What runs on a first app's data and closes before it: second instances and containers. */
+const dependents = new WeakMap<TestApp, { close(): Promise<void> }[]>();
+
+/** `close` made to run once; every caller awaits the same promise. */
+function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | null = null;
+  return () => (closing ??= close());
+}
+
+/**
+ * The app of a test file: its own database and Redis prefix, removed when it closes. It closes by
+ * itself after the file, suite or test it is started in (an after hook of node:test), having
+ * closed what was started on its data first; a test may close it earlier. Start it at the top
+ * level of a file (`const t = await startTestApp(…)`), in a describe body or in a test, not in a
+ * before() hook: there the after hook would belong to that hook and run as soon as it ends.
+ * `mysqlServer` lets a test reach the database through a proxy it can cut.
+ */
 export async function startTestApp(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Promise<TestApp> {
   const env = testEnv(label, overrides, mysqlServer);
   const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
   const app = await buildApp(c.appDeps);
   await app.ready();
-  return {
+  const started: { close(): Promise<void> }[] = [];
+  const t: TestApp = {
     ...instance(app, c, env),
-    async close() {
+    close: once(async () => {
+      for (const other of started.reverse()) await other.close();
       await app.close();
       await deleteKeys(c.redis, c.keys.pattern());
       await c.close();
       await dropDatabase(config.databaseUrl);
-    },
+    }),
   };
+  dependents.set(t, started);
+  after(() => t.close());
+  return t;
 }
 
 function instance(app: App, c: Container, env: Record<string, string>): Omit<TestApp, 'close'> {
@@ -99,10 +121,29 @@ function instance(app: App, c: Container, env: Record<string, string>): Omit<Tes
   };
 }
 
+/** Registers `close` to run after the current file, suite or test, and before `first` closes. */
+function closeWithFirst(first: TestApp, close: () => Promise<void>): void {
+  const list = dependents.get(first);
+  if (!list) throw new Error('startTestApp() did not start this app');
+  list.push({ close });
+  after(close);
+}
+
 /**
- * Another API instance beside `first`: its own container (clients, worker id, caches) and app, on
- * the same database and Redis prefix, as a second `seckill serve` would be. `overrides` change its
- * environment only. Closing it leaves the shared data to `first`.
+ * A second container beside `first`'s (clients, worker id, caches), on the same database and
+ * Redis prefix, as another process would have; `overrides` change its environment only. It closes
+ * after the file, suite or test it is started in, before `first`, and leaves the data to `first`.
+ */
+export async function startSecondContainer(first: TestApp, overrides: Record<string, string> = {}): Promise<Container> {
+  const config = loadConfig({ ...first.env, ...overrides });
+  const c = await createContainer(config, pino({ level: config.logLevel }));
+  closeWithFirst(first, () => c.close());
+  return c;
+}
+
+/**
+ * Another API instance beside `first`: a second container (startSecondContainer) and its own app,
+ * as a second `seckill serve` would be. Closes like the container.
  */
 export async function startSecondInstance(first: TestApp, overrides: Record<string, string> = {}): Promise<TestApp> {
   const env = { ...first.env, ...overrides };
@@ -110,13 +151,15 @@ export async function startSecondInstance(first: TestApp, overrides: Record<stri
   const c = await createContainer(config, pino({ level: config.logLevel }));
   const app = await buildApp(c.appDeps);
   await app.ready();
-  return {
+  const second: TestApp = {
     ...instance(app, c, env),
-    async close() {
+    close: once(async () => {
       await app.close();
       await c.close();
-    },
+    }),
   };
+  closeWithFirst(first, second.close);
+  return second;
 }
 
 export interface VoucherSpec {
