@@ -1,22 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { decodeId, EPOCH_MS } from '../../src/ids/snowflake.js';
 import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
-import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
-import { deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { REDIS_URL, testRedis } from '../support/helpers.js';
 import { waitFor } from '../support/wait.js';
 
-const keys = createKeySpace(uniqueName('lease'), 4);
-let redis: Redis;
-before(() => {
-  redis = new Redis(REDIS_URL);
-});
-after(async () => {
-  await deleteKeys(redis, keys.pattern());
-  redis.disconnect();
-});
+const { redis, keys } = testRedis('lease');
 
 describe('leased worker ids', () => {
   it('when two generators run at once, then they hold different worker ids and never issue the same id', async () => {

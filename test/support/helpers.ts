@@ -2,12 +2,13 @@
 // servers (scripts/services.sh up), and removes both when it ends.
 import { pino } from 'pino';
 import { after } from 'node:test';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import type { App } from '../../src/http.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
+import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -43,6 +44,21 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
     cursor = next;
     if (keys.length) await redis.del(...keys);
   } while (cursor !== '0');
+}
+
+/**
+ * A Redis connection and key space (4 shards) of their own, for tests of scripts and streams
+ * without an app: the keys are deleted and the connection closed after the suite (or file) this
+ * is called in; call it in a describe body or at the top level.
+ */
+export function testRedis(label: string, options: RedisOptions = {}): { redis: Redis; keys: KeySpace } {
+  const keys = createKeySpace(uniqueName(label), 4);
+  const redis = new Redis(REDIS_URL, options);
+  after(async () => {
+    await deleteKeys(redis, keys.pattern());
+    redis.disconnect();
+  });
+  return { redis, keys };
 }
 
 /**
