@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeId, EPOCH_MS, Snowflake } from '../src/ids/snowflake.js';
+import { decodeId, EPOCH_MS, Snowflake } from '../../src/ids/snowflake.js';
 
 describe('Snowflake ids', () => {
   it('encodes time, worker and sequence, and decodes them back', () => {

@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
+import { describe, it } from 'node:test';
+import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('vouchers');
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('vouchers');
 
 const valid = () => ({
   title: 'Spring drop',

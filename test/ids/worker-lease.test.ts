@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { decodeId, EPOCH_MS } from '../src/ids/snowflake.js';
-import { LeasedIdGenerator } from '../src/ids/worker-lease.js';
-import { createKeySpace } from '../src/infra/redis/keys.js';
-import { createScripts } from '../src/infra/redis/scripts/index.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
+import { decodeId, EPOCH_MS } from '../../src/ids/snowflake.js';
+import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
+import { createScripts } from '../../src/infra/redis/scripts/index.js';
+import { REDIS_URL, testRedis } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 
-const keys = createKeySpace(uniqueName('lease'), 4);
-let redis: Redis;
-before(() => {
-  redis = new Redis(REDIS_URL);
-});
-after(async () => {
-  await deleteKeys(redis, keys.pattern());
-  redis.disconnect();
-});
+const { redis, keys } = testRedis('lease');
 
 describe('leased worker ids', () => {
   it('when two generators run at once, then they hold different worker ids and never issue the same id', async () => {
@@ -73,7 +65,7 @@ describe('leased worker ids', () => {
       // Renewals run every ttl/3 (1 s); allow for a busy machine. Between losing the id and leasing
       // a fresh one, workerId is null (ids are refused meanwhile), so wait for the fresh one.
       const moved = () => gen.workerId !== null && gen.workerId !== stolen;
-      for (let waited = 0; !moved() && waited < 5_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      await waitFor(() => `a fresh worker id (worker id ${gen.workerId}, stolen ${stolen})`, moved, 5_000, 100);
       assert.ok(moved(), `worker id ${gen.workerId}, stolen ${stolen}`);
       assert.equal(decodeId(gen.next()).workerId, gen.workerId);
     } finally {

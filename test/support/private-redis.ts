@@ -1,9 +1,10 @@
 // A redis-server of a test's own, on a free port, for tests that do what would disturb other test
 // files on the shared server (flush the script cache, restart, kill). scripts/services.sh installs
 // redis-server, so the binary is there wherever the suite runs.
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
+import { start } from './processes.js';
+import { waitFor } from './wait.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -23,29 +24,33 @@ export interface PrivateRedis {
 
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = start('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const url = `redis://127.0.0.1:${port}`;
   const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      await probe.connect();
-      await probe.ping();
-      break;
-    } catch (err) {
-      probe.disconnect();
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`redis-server on port ${port} did not start: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+  let lastError = '';
+  try {
+    await waitFor(() => `redis-server on port ${port} to start (${lastError})`, async () => {
+      try {
+        await probe.connect();
+        await probe.ping();
+        return true;
+      } catch (err) {
+        probe.disconnect();
+        lastError = (err as Error).message;
+        if (server.exited) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
+        return false;
+      }
+    }, 10_000, 50);
+  } catch (err) {
+    await server.stop('SIGKILL');
+    throw err;
+  } finally {
+    probe.disconnect();
   }
-  probe.disconnect();
   return {
     url,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop('SIGTERM');
     },
   };
 }

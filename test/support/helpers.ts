@@ -1,13 +1,15 @@
 // Test harness: every test file gets its own Redis key prefix and its own database, on the real
 // servers (scripts/services.sh up), and removes both when it ends.
 import { pino } from 'pino';
-import type { Redis } from 'ioredis';
-import { buildApp } from '../src/app.js';
-import { type Config, loadConfig } from '../src/config.js';
-import { type Container, createContainer } from '../src/container.js';
-import type { App } from '../src/http.js';
-import { dropDatabase } from '../src/infra/db/database.js';
-import { isMalformed, parseEntry } from '../src/infra/redis/records.js';
+import { after } from 'node:test';
+import { Redis, type RedisOptions } from 'ioredis';
+import { buildApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { type Container, createContainer } from '../../src/container.js';
+import type { App } from '../../src/http.js';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
+import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
@@ -44,6 +46,37 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
   } while (cursor !== '0');
 }
 
+/**
+ * A Redis connection and key space (4 shards) of their own, for tests of scripts and streams
+ * without an app: the keys are deleted and the connection closed after the suite (or file) this
+ * is called in; call it in a describe body or at the top level.
+ */
+export function testRedis(label: string, options: RedisOptions = {}): { redis: Redis; keys: KeySpace } {
+  const keys = createKeySpace(uniqueName(label), 4);
+  const redis = new Redis(REDIS_URL, options);
+  after(async () => {
+    await deleteKeys(redis, keys.pattern());
+    redis.disconnect();
+  });
+  return { redis, keys };
+}
+
+/**
+ * A database and Redis prefix of their own for `seckill` processes a test starts, removed after
+ * the suite (or file) this is called in: call it in a describe body or at the top level.
+ */
+export function processData(label: string): { DATABASE_URL: string; REDIS_PREFIX: string } {
+  const name = uniqueName(label);
+  const data = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name };
+  after(async () => {
+    await dropDatabase(data.DATABASE_URL);
+    const redis = new Redis(REDIS_URL);
+    await deleteKeys(redis, `${name}:*`);
+    redis.disconnect();
+  });
+  return data;
+}
+
 export interface TestApp {
   app: App;
   c: Container;
@@ -51,25 +84,47 @@ export interface TestApp {
   env: Record<string, string>;
   token(userId: bigint | number, admin?: boolean): Promise<string>;
   admin(): Promise<string>;
+  /** Runs once, however often it is called (its after hook calls it too). */
   close(): Promise<void>;
 }
 
-/** `mysqlServer` lets a test reach the database through a proxy it can cut. */
+/** What runs on a first app's data and closes before it: second instances and containers. */
+const dependents = new WeakMap<TestApp, { close(): Promise<void> }[]>();
+
+/** `close` made to run once; every caller awaits the same promise. */
+function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | null = null;
+  return () => (closing ??= close());
+}
+
+/**
+ * The app of a test file: its own database and Redis prefix, removed when it closes. It closes by
+ * itself after the file, suite or test it is started in (an after hook of node:test), having
+ * closed what was started on its data first; a test may close it earlier. Start it at the top
+ * level of a file (`const t = await startTestApp(…)`), in a describe body or in a test, not in a
+ * before() hook: there the after hook would belong to that hook and run as soon as it ends.
+ * `mysqlServer` lets a test reach the database through a proxy it can cut.
+ */
 export async function startTestApp(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Promise<TestApp> {
   const env = testEnv(label, overrides, mysqlServer);
   const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
   const app = await buildApp(c.appDeps);
   await app.ready();
-  return {
+  const started: { close(): Promise<void> }[] = [];
+  const t: TestApp = {
     ...instance(app, c, env),
-    async close() {
+    close: once(async () => {
+      for (const other of started.reverse()) await other.close();
       await app.close();
       await deleteKeys(c.redis, c.keys.pattern());
       await c.close();
       await dropDatabase(config.databaseUrl);
-    },
+    }),
   };
+  dependents.set(t, started);
+  after(() => t.close());
+  return t;
 }
 
 function instance(app: App, c: Container, env: Record<string, string>): Omit<TestApp, 'close'> {
@@ -82,10 +137,29 @@ function instance(app: App, c: Container, env: Record<string, string>): Omit<Tes
   };
 }
 
+/** Registers `close` to run after the current file, suite or test, and before `first` closes. */
+function closeWithFirst(first: TestApp, close: () => Promise<void>): void {
+  const list = dependents.get(first);
+  if (!list) throw new Error('startTestApp() did not start this app');
+  list.push({ close });
+  after(close);
+}
+
 /**
- * Another API instance beside `first`: its own container (clients, worker id, caches) and app, on
- * the same database and Redis prefix, as a second `seckill serve` would be. `overrides` change its
- * environment only. Closing it leaves the shared data to `first`.
+ * A second container beside `first`'s (clients, worker id, caches), on the same database and
+ * Redis prefix, as another process would have; `overrides` change its environment only. It closes
+ * after the file, suite or test it is started in, before `first`, and leaves the data to `first`.
+ */
+export async function startSecondContainer(first: TestApp, overrides: Record<string, string> = {}): Promise<Container> {
+  const config = loadConfig({ ...first.env, ...overrides });
+  const c = await createContainer(config, pino({ level: config.logLevel }));
+  closeWithFirst(first, () => c.close());
+  return c;
+}
+
+/**
+ * Another API instance beside `first`: a second container (startSecondContainer) and its own app,
+ * as a second `seckill serve` would be. Closes like the container.
  */
 export async function startSecondInstance(first: TestApp, overrides: Record<string, string> = {}): Promise<TestApp> {
   const env = { ...first.env, ...overrides };
@@ -93,13 +167,15 @@ export async function startSecondInstance(first: TestApp, overrides: Record<stri
   const c = await createContainer(config, pino({ level: config.logLevel }));
   const app = await buildApp(c.appDeps);
   await app.ready();
-  return {
+  const second: TestApp = {
     ...instance(app, c, env),
-    async close() {
+    close: once(async () => {
       await app.close();
       await c.close();
-    },
+    }),
   };
+  closeWithFirst(first, second.close);
+  return second;
 }
 
 export interface VoucherSpec {
@@ -163,17 +239,6 @@ export async function burst(t: TestApp, voucherId: string, users: number[], quan
 }
 
 export const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
-
-/** Polls `check` until it returns a truthy value (returned), or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 15_000): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 /** POST /api/orders/:id/pay or /cancel as `userId`. */
 export async function orderAction(t: TestApp, action: 'pay' | 'cancel', orderId: string, userId: bigint | number) {

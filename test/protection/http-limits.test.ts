@@ -3,24 +3,11 @@
 // contract's error shape, over real sockets where Node answers before Fastify does.
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { after, before, describe, it } from 'node:test';
-import { createVoucher, startSecondInstance, startTestApp, type TestApp, waitFor } from './helpers.js';
+import { describe, it } from 'node:test';
+import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
 
-let base: TestApp;
-const others: TestApp[] = [];
-before(async () => {
-  base = await startTestApp('http');
-});
-after(async () => {
-  for (const t of others) await t.close();
-  await base?.close();
-});
-
-async function instance(overrides: Record<string, string>): Promise<TestApp> {
-  const t = await startSecondInstance(base, overrides);
-  others.push(t);
-  return t;
-}
+const base = await startTestApp('http');
 
 /** Sends `request` raw over TCP to `t` (listening) and returns everything it answers until it closes. */
 async function rawExchange(t: TestApp, request: string): Promise<string> {
@@ -40,7 +27,7 @@ const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\
 
 describe('HTTP limits', () => {
   it('when one address exceeds IP_RATE_LIMIT, then it hears 429 RATE_LIMITED with Retry-After, and other addresses, health and spoofed forwarding headers are unaffected', async () => {
-    const t = await instance({ IP_RATE_LIMIT: '5', IP_RATE_WINDOW_MS: '60000', TRUSTED_PROXIES: '127.0.0.1' });
+    const t = await startSecondInstance(base, { IP_RATE_LIMIT: '5', IP_RATE_WINDOW_MS: '60000', TRUSTED_PROXIES: '127.0.0.1' });
     const v = await createVoucher(base);
     const get = (url: string, client: string, remoteAddress = '127.0.0.1') =>
       t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'x-forwarded-for': client } });
@@ -59,7 +46,7 @@ describe('HTTP limits', () => {
   });
 
   it('when the process is under pressure, then /api answers 503 UNAVAILABLE with Retry-After at once, and health still answers', async () => {
-    const t = await instance({ OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on (each second)
+    const t = await startSecondInstance(base, { OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on (each second)
     const v = await createVoucher(base);
     const shed = await waitFor('the overload guard', async () => {
       const res = await t.app.inject({ method: 'GET', url: `/api/vouchers/${v.id}` });
@@ -89,7 +76,7 @@ describe('HTTP limits', () => {
   });
 
   it('when a client sends its request too slowly, then 408 REQUEST_TIMEOUT and the socket is closed', async () => {
-    const t = await instance({ HTTP_REQUEST_TIMEOUT_MS: '1000' });
+    const t = await startSecondInstance(base, { HTTP_REQUEST_TIMEOUT_MS: '1000' });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const started = performance.now();
     const answer = await rawExchange(t, 'GET /healthz HTTP/1.1\r\nHost: test\r\n'); // the head never ends

@@ -1,24 +1,21 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { createDb } from '../src/infra/db/database.js';
-import { AdmitCode } from '../src/infra/redis/scripts/admission.js';
-import { ensureConsumerGroups } from '../src/pipeline/consumer.js';
-import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
-import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { after, describe, it } from 'node:test';
+import { createDb } from '../../src/infra/db/database.js';
+import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
+import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
+import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
+import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
+import { type Running, startSeckill } from '../support/processes.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-function startWorker(t: TestApp, name: string): ChildProcess {
+/** `seckill worker` on the test app's data; its errors show in the test output. */
+function startWorker(t: TestApp, name: string): Running {
   const c = t.c.config;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'worker'], {
-    cwd: ROOT,
+  const worker = startSeckill(['worker'], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
-      ...process.env,
       REDIS_URL: c.redisUrl,
       DATABASE_URL: c.databaseUrl,
       REDIS_PREFIX: c.redisPrefix,
@@ -30,19 +27,13 @@ function startWorker(t: TestApp, name: string): ChildProcess {
       LOG_LEVEL: 'error',
     },
   });
+  after(() => worker.stop('SIGKILL')); // when the test fails before it stops the worker
+  return worker;
 }
 
-const exited = (p: ChildProcess) => new Promise<number | null>((resolve) => p.once('exit', (code) => resolve(code)));
-
 describe('pipeline failures', () => {
-  describe('a worker killed in the middle of a batch', () => {
-    let t: TestApp;
-    before(async () => {
-      t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
-    });
-    after(async () => {
-      await t.close();
-    });
+  describe('a worker killed in the middle of a batch', async () => {
+    const t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
 
     it('when worker A is SIGKILLed holding entries, then worker B takes them over and every order is stored once', async () => {
       const v = await createVoucher(t, { stock: 20_000 });
@@ -67,36 +58,28 @@ describe('pipeline failures', () => {
       for (let attempt = 1; heldByDeadWorkers === 0; attempt++) {
         assert.ok(attempt <= 10, 'could not kill a worker in the middle of a batch');
         const a = startWorker(t, `worker-a${attempt}`);
-        const aExit = exited(a);
         const before = await storedCount();
-        while (!((await storedCount()) > before && (await pendingCount()) > 0)) await new Promise((r) => setTimeout(r, 5));
-        a.kill('SIGKILL');
-        await aExit;
+        await waitFor('worker A to store orders while it holds entries', async () => (await storedCount()) > before && (await pendingCount()) > 0, 60_000, 5);
+        await a.stop('SIGKILL');
         heldByDeadWorkers = await pendingCount();
       }
       assert.ok((await storedCount()) < 20_000, 'killed before the backlog was drained');
 
       const b = startWorker(t, 'worker-b');
-      const bExit = exited(b);
       await waitForDrain(t.c, v.id, 60_000);
-      b.kill('SIGTERM');
-      assert.equal(await bExit, 0, 'SIGTERM exits cleanly');
+      assert.equal(await b.stop('SIGTERM'), 0, 'SIGTERM exits cleanly');
       await assertInvariants(t.c, v.id, [...ids]);
     });
   });
 
-  describe('the database unreachable during a sale', () => {
-    let t: TestApp;
+  describe('the database unreachable during a sale', async () => {
     const proxy = new TcpProxy('127.0.0.1', Number(new URL(MYSQL_SERVER).port || 3306));
-    before(async () => {
-      const port = await proxy.start();
-      t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
-    });
-    after(async () => {
-      await proxy.restore();
-      await t.close();
-      await proxy.stop();
-    });
+    const port = await proxy.start();
+    // After hooks run in the order they are added: the proxy is back before the app's own
+    // clean-up drops the database through it, and stops after it.
+    after(() => proxy.restore());
+    const t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
+    after(() => proxy.stop());
 
     it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {
       const v = await createVoucher(t, { stock: 400 });

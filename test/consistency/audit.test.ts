@@ -1,33 +1,16 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { burst, claim, createVoucher, orderAction, range, startTestApp, type TestApp } from './helpers.js';
-import { waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { waitForDrain } from '../support/invariants.js';
+import { type Finished, runSeckill } from '../support/processes.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const run = promisify(execFile);
-
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
-  await t.c.startWorkers();
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
+await t.c.startWorkers();
 
 /** `seckill audit` as an operator runs it, against this file's database and Redis prefix. */
-async function audit(voucherId: string, ...flags: string[]): Promise<{ code: number; stdout: string }> {
-  const env = { ...process.env, DATABASE_URL: t.c.config.databaseUrl, REDIS_URL: t.c.config.redisUrl, REDIS_PREFIX: t.c.config.redisPrefix, SHARDS: String(t.c.config.shards) };
-  try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'audit', '--voucher', voucherId, ...flags], { cwd: ROOT, env });
-    return { code: 0, stdout };
-  } catch (err) {
-    const e = err as { code: number; stdout: string };
-    return { code: e.code, stdout: e.stdout };
-  }
+async function audit(voucherId: string, ...flags: string[]): Promise<Finished> {
+  const env = { DATABASE_URL: t.c.config.databaseUrl, REDIS_URL: t.c.config.redisUrl, REDIS_PREFIX: t.c.config.redisPrefix, SHARDS: String(t.c.config.shards) };
+  return runSeckill(['audit', '--voucher', voucherId, ...flags], { env });
 }
 
 async function soldVoucher(stock: number, buyers: number) {

@@ -1,7 +1,8 @@
 // Asserts the invariants of DESIGN.md §2 (src/audit) on a drained voucher.
 import assert from 'node:assert/strict';
-import { auditVoucher, type VoucherAudit } from '../src/consistency/audit.js';
-import type { Container } from '../src/container.js';
+import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
+import type { Container } from '../../src/container.js';
+import { waitFor } from './wait.js';
 
 export interface VoucherTruth {
   dbStock: number;
@@ -29,11 +30,7 @@ export async function readTruth(c: Container, voucherId: string): Promise<Vouche
 
 /** Waits until the voucher has no in-flight orders left (the pipeline has drained). */
 export async function waitForDrain(c: Container, voucherId: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while ((await c.inflight.ofVoucher(BigInt(voucherId))).length > 0) {
-    if (Date.now() > deadline) throw new Error(`voucher ${voucherId} did not drain within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(`voucher ${voucherId} to drain`, async () => (await c.inflight.ofVoucher(BigInt(voucherId))).length === 0, timeoutMs, 50);
 }
 
 /** I1–I5 on both stores; `admitted` are the order ids that got a 202. */

@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
-import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
+import { describe, it } from 'node:test';
+import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('claims');
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('claims');
 
 describe('seckill admission', () => {
   it('when 600 requests from 300 users (half of them twice) race for 50 units, then exactly 50 are admitted, one per user', async () => {

@@ -1,18 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
-import { CONSUMER_GROUP, trimAcknowledged } from '../src/pipeline/maintenance.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
+import { describe, it } from 'node:test';
+import { CONSUMER_GROUP, trimAcknowledged } from '../../src/pipeline/maintenance.js';
+import { testRedis } from '../support/helpers.js';
 
-const prefix = uniqueName('trim');
-let redis: Redis;
-before(() => {
-  redis = new Redis(REDIS_URL);
-});
-after(async () => {
-  await deleteKeys(redis, `${prefix}:*`);
-  redis.disconnect();
-});
+const { redis, keys } = testRedis('trim');
+const prefix = keys.prefix;
 
 async function fill(stream: string, n: number): Promise<string[]> {
   await redis.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM');

@@ -2,18 +2,12 @@
 // was issued to the same user for the same voucher, inside the sale window; every refusal is a
 // 4xx that changes nothing.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('claimtokens');
-  await t.c.startPipeline();
-});
-after(async () => {
-  await t?.close();
-});
+const t = await startTestApp('claimtokens');
+await t.c.startPipeline();
 
 async function fetchToken(voucherId: string, userId: number | null) {
   const headers = userId === null ? {} : { authorization: `Bearer ${await t.token(userId)}` };

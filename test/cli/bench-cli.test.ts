@@ -1,19 +1,14 @@
 // `seckill bench` as a user runs it: a child process against a real server (API + workers) that
 // this test started, judged against what Redis and MariaDB really hold afterwards.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import type { BenchRun } from '../src/loadgen/bench.js';
-import { createVoucher, startTestApp, type TestApp } from './helpers.js';
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const run = promisify(execFile);
+import type { BenchRun } from '../../src/loadgen/bench.js';
+import { createVoucher, startTestApp } from '../support/helpers.js';
+import { runSeckill } from '../support/processes.js';
 
 interface Outcome {
   exitCode: number;
@@ -22,34 +17,19 @@ interface Outcome {
 
 /** Runs `seckill bench … --json` and parses its report, whatever the exit code. */
 async function bench(args: string[]): Promise<Outcome> {
-  const argv = ['--import', 'tsx', 'src/main.ts', 'bench', ...args, '--json', '--no-progress'];
-  try {
-    const { stdout } = await run(process.execPath, argv, { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
-    return { exitCode: 0, report: JSON.parse(stdout) };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    if (typeof failed.code !== 'number' || !failed.stdout) throw new Error(`seckill bench failed: ${failed.stderr ?? String(err)}`);
-    return { exitCode: failed.code, report: JSON.parse(failed.stdout) };
-  }
+  const { code, stdout, stderr } = await runSeckill(['bench', ...args, '--json', '--no-progress']);
+  if (code === null || (code !== 0 && !stdout)) throw new Error(`seckill bench failed: ${stderr}`);
+  return { exitCode: code, report: JSON.parse(stdout) };
 }
 
-describe('seckill bench against a running deployment', () => {
-  let t: TestApp;
-  let url: string;
-  let workdir: string;
+describe('seckill bench against a running deployment', async () => {
+  // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
+  const t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
+  await t.c.startWorkers();
+  const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));
+  after(() => rm(workdir, { recursive: true, force: true }));
   const common = () => ['--url', url, '--secret', t.c.config.jwtSecret, '--connections', '16'];
-
-  before(async () => {
-    // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
-    t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
-    await t.c.startWorkers();
-    url = await t.app.listen({ port: 0, host: '127.0.0.1' });
-    workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));
-  });
-  after(async () => {
-    await t.close();
-    await rm(workdir, { recursive: true, force: true });
-  });
 
   it('when 400 buyers race for 150 units and 40% pay, then its counts are what Redis and MariaDB hold', async () => {
     const html = join(workdir, 'report.html');

@@ -4,34 +4,17 @@
 import assert from 'node:assert/strict';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import Fastify from 'fastify';
-import { createEventStreams } from '../src/orders/event-stream.js';
-import type { OrderEvent, OrderEventListener } from '../src/orders/events.js';
-import { claim, createVoucher, startTestApp, type TestApp } from './helpers.js';
-import { waitForDrain } from './invariants.js';
+import { createEventStreams } from '../../src/orders/event-stream.js';
+import type { OrderEvent, OrderEventListener } from '../../src/orders/events.js';
+import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { waitForDrain } from '../support/invariants.js';
+import { waitFor } from '../support/wait.js';
 
-let t: TestApp;
-let base: string;
-before(async () => {
-  t = await startTestApp('orders-api');
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-});
-after(async () => {
-  await t.close();
-});
-
-/** Polls `probe` until it returns something truthy; fails with `what` after `timeoutMs`. */
-async function waitUntil<T>(probe: () => T | undefined | null | false, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const t = await startTestApp('orders-api');
+await t.app.listen({ port: 0, host: '127.0.0.1' });
+const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
 
 // ---------------------------------------------------------------------------------------------
 // GET /api/orders
@@ -268,7 +251,7 @@ function connect(path: string, token: string | null, origin = base, method = 'GE
 async function subscribe(user: number | bigint, origin = base): Promise<SseClient> {
   const client = await connect('/api/orders/events', await t.token(user), origin);
   assert.equal(client.status, 200, client.text());
-  await waitUntil(() => client.comments.includes('connected'), 'the connected comment');
+  await waitFor('the connected comment', () => client.comments.includes('connected'));
   return client;
 }
 
@@ -343,8 +326,8 @@ describe('GET /api/orders/events', () => {
     const bob = await subscribe(302);
     try {
       await t.c.events.publish([event(302, '9001'), event(301, '9002'), event(302, '9003', 'paid'), event(301, '9004', 'expired')]);
-      await waitUntil(() => alice.messages.length >= 2, 'two events for alice');
-      await waitUntil(() => bob.messages.length >= 2, 'two events for bob');
+      await waitFor('two events for alice', () => alice.messages.length >= 2);
+      await waitFor('two events for bob', () => bob.messages.length >= 2);
 
       assert.deepEqual(
         alice.messages.map((m) => [m.event, m.data.orderId, m.data.userId]),
@@ -368,7 +351,7 @@ describe('GET /api/orders/events', () => {
 
       // A later message for bob only: alice still has exactly her two.
       await t.c.events.publish([event(302, '9005')]);
-      await waitUntil(() => bob.messages.length >= 3, 'a third event for bob');
+      await waitFor('a third event for bob', () => bob.messages.length >= 3);
       assert.equal(alice.messages.length, 2);
       assert.ok(alice.messages.every((m) => m.data.userId === '301'));
     } finally {
@@ -383,7 +366,7 @@ describe('GET /api/orders/events', () => {
       const client = await subscribe(401);
       assert.equal(subscriptions.active, 1);
       client.close();
-      await waitUntil(() => subscriptions.active === 0, 'the subscription to be released');
+      await waitFor('the subscription to be released', () => subscriptions.active === 0);
 
       await t.c.events.publish([event(401, '9101')]); // nobody listens: no error
 
@@ -391,7 +374,7 @@ describe('GET /api/orders/events', () => {
       try {
         assert.equal(subscriptions.active, 1);
         await t.c.events.publish([event(401, '9102')]);
-        await waitUntil(() => again.messages.length >= 1, 'the event on the new stream');
+        await waitFor('the event on the new stream', () => again.messages.length >= 1);
         assert.deepEqual(
           again.messages.map((m) => m.data.orderId),
           ['9102'],
@@ -399,7 +382,7 @@ describe('GET /api/orders/events', () => {
       } finally {
         again.close();
       }
-      await waitUntil(() => subscriptions.active === 0, 'the second subscription to be released');
+      await waitFor('the second subscription to be released', () => subscriptions.active === 0);
       assert.equal((await list(401)).statusCode, 200);
     } finally {
       subscriptions.restore();
@@ -409,29 +392,25 @@ describe('GET /api/orders/events', () => {
   it('ends open streams when the app closes, so shutdown does not hang', async () => {
     const other = await startTestApp('orders-sse-close');
     let closed = false as boolean;
-    try {
-      await other.app.listen({ port: 0, host: '127.0.0.1' });
-      const origin = `http://127.0.0.1:${(other.app.server.address() as AddressInfo).port}`;
-      const clients = await Promise.all(
-        [501, 502].map(async (u) => {
-          const c = await connect('/api/orders/events', await other.token(u), origin);
-          await waitUntil(() => c.comments.includes('connected'), 'connected');
-          return c;
-        }),
-      );
-      const started = Date.now();
-      const closing = other.app.close().then(() => (closed = true));
-      // Fail (rather than hang) if the streams keep the server open; then let the clients go.
-      await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
-      const took = Date.now() - started;
-      if (!closed) clients.forEach((c) => c.close());
-      await closing;
-      assert.ok(took < 5_000, `app.close() took ${took} ms with open streams`);
-      await Promise.all(clients.map((c) => c.done));
-      assert.ok(clients.every((c) => c.ended), 'each stream ended cleanly (not cut)');
-    } finally {
-      await other.close();
-    }
+    await other.app.listen({ port: 0, host: '127.0.0.1' });
+    const origin = `http://127.0.0.1:${(other.app.server.address() as AddressInfo).port}`;
+    const clients = await Promise.all(
+      [501, 502].map(async (u) => {
+        const c = await connect('/api/orders/events', await other.token(u), origin);
+        await waitFor('connected', () => c.comments.includes('connected'));
+        return c;
+      }),
+    );
+    const started = Date.now();
+    const closing = other.app.close().then(() => (closed = true));
+    // Fail (rather than hang) if the streams keep the server open; then let the clients go.
+    await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
+    const took = Date.now() - started;
+    if (!closed) clients.forEach((c) => c.close());
+    await closing;
+    assert.ok(took < 5_000, `app.close() took ${took} ms with open streams`);
+    await Promise.all(clients.map((c) => c.done));
+    assert.ok(clients.every((c) => c.ended), 'each stream ended cleanly (not cut)');
   });
 
   it('writes a ping comment at the configured interval', async () => {
@@ -443,10 +422,10 @@ describe('GET /api/orders/events', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     try {
       const client = await connect('/events', null, `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`);
-      await waitUntil(() => client.comments.filter((c) => c === 'ping').length >= 2, 'two pings');
+      await waitFor('two pings', () => client.comments.filter((c) => c === 'ping').length >= 2);
       assert.equal(streams.size, 1);
       client.close();
-      await waitUntil(() => streams.size === 0, 'the stream to be forgotten');
+      await waitFor('the stream to be forgotten', () => streams.size === 0);
     } finally {
       await app.close();
     }
@@ -466,11 +445,7 @@ describe('GET /api/orders/events', () => {
         listed.map((o: { id: string; status: string }) => [o.id, o.status]),
         [[orderId, 'pending_payment']],
       );
-      const stored = await waitUntil(
-        () => client.messages.find((m) => m.event === 'stored' && m.data.orderId === orderId),
-        `a stored event for order ${orderId}`,
-        15_000,
-      );
+      const stored = await waitFor(`a stored event for order ${orderId}`, () => client.messages.find((m) => m.event === 'stored' && m.data.orderId === orderId));
       assert.equal(stored.data.userId, '701');
       assert.equal(stored.data.voucherId, v.id);
       assert.equal(stored.data.quantity, 1);

@@ -1,21 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { ReconcileReport } from '../src/consistency/reconciler.js';
-import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import type { ReconcileReport } from '../../src/consistency/reconciler.js';
+import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Drift injected by hand into a live system, repaired by reconciliation within two runs; the
 // audit is clean afterwards and no order failed for lack of stock (Redis never granted a unit the
 // database did not have).
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('reconcile', { RECONCILE_INTERVAL_MS: '0' });
-  await t.c.startWorkers();
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('reconcile', { RECONCILE_INTERVAL_MS: '0' });
+await t.c.startWorkers();
 
 /** Claims by fresh users, one after another, until stopped; returns the admitted order ids. */
 function load(app: TestApp, voucherId: string, firstUser: number) {
@@ -131,49 +126,41 @@ describe('reconciliation under load', () => {
 describe('reconciliation of lost stream data', () => {
   it('when an admission\'s stream entry is lost, or an entry\'s in-flight record, then the order is still stored', async () => {
     const idle = await startTestApp('rec-lost', { RECONCILE_INTERVAL_MS: '0' }); // no pipeline yet: entries wait
-    try {
-      const v = await createVoucher(idle, { stock: 5_000 });
-      const admitted = (await Promise.all(range(1, 20).map((u) => claim(idle, v.id, u)))).map((r) => r.json().orderId as string);
-      const traffic = load(idle, v.id, 1_000); // claims keep coming while the drift is found and repaired
-      const shard = idle.c.keys.shardOf(BigInt(v.id));
-      const [lost, unrecorded] = await Promise.all(admitted.slice(0, 2).map((id) => idle.c.inflight.find(BigInt(id))));
-      await idle.c.redis.xdel(idle.c.keys.orders(shard), lost!.streamId);
-      await idle.c.redis.hdel(idle.c.keys.inflight(shard), unrecorded!.orderId);
+    const v = await createVoucher(idle, { stock: 5_000 });
+    const admitted = (await Promise.all(range(1, 20).map((u) => claim(idle, v.id, u)))).map((r) => r.json().orderId as string);
+    const traffic = load(idle, v.id, 1_000); // claims keep coming while the drift is found and repaired
+    const shard = idle.c.keys.shardOf(BigInt(v.id));
+    const [lost, unrecorded] = await Promise.all(admitted.slice(0, 2).map((id) => idle.c.inflight.find(BigInt(id))));
+    await idle.c.redis.xdel(idle.c.keys.orders(shard), lost!.streamId);
+    await idle.c.redis.hdel(idle.c.keys.inflight(shard), unrecorded!.orderId);
 
-      const report = async () => {
-        const kinds = new Set<string>();
-        for (let run = 0; run < 2; run++) for (const d of (await idle.c.reconciler.reconcileVoucher(BigInt(v.id))).drift) if (d.repaired) kinds.add(d.kind);
-        return kinds;
-      };
-      const kinds = await report();
-      assert.ok(kinds.has('lost_entry'), 'the lost entry is requeued');
-      assert.ok(kinds.has('lost_inflight_record'), 'the missing record is restored');
-      assert.ok(await idle.c.inflight.find(BigInt(unrecorded!.orderId)));
-      admitted.push(...(await traffic.stop()));
+    const report = async () => {
+      const kinds = new Set<string>();
+      for (let run = 0; run < 2; run++) for (const d of (await idle.c.reconciler.reconcileVoucher(BigInt(v.id))).drift) if (d.repaired) kinds.add(d.kind);
+      return kinds;
+    };
+    const kinds = await report();
+    assert.ok(kinds.has('lost_entry'), 'the lost entry is requeued');
+    assert.ok(kinds.has('lost_inflight_record'), 'the missing record is restored');
+    assert.ok(await idle.c.inflight.find(BigInt(unrecorded!.orderId)));
+    admitted.push(...(await traffic.stop()));
 
-      await idle.c.startWorkers();
-      await waitForDrain(idle.c, v.id);
-      const truth = await assertInvariants(idle.c, v.id, admitted);
-      assert.equal(truth.orders.length, admitted.length, 'every 202 became exactly one stored order');
-      assert.ok(truth.orders.every((o) => o.status === 'pending_payment'));
-    } finally {
-      await idle.close();
-    }
+    await idle.c.startWorkers();
+    await waitForDrain(idle.c, v.id);
+    const truth = await assertInvariants(idle.c, v.id, admitted);
+    assert.equal(truth.orders.length, admitted.length, 'every 202 became exactly one stored order');
+    assert.ok(truth.orders.every((o) => o.status === 'pending_payment'));
   });
 });
 
 describe('scheduled reconciliation', () => {
   it('runs by itself every RECONCILE_INTERVAL_MS and repairs drift', async () => {
     const scheduled = await startTestApp('rec-sched', { RECONCILE_INTERVAL_MS: '300' });
-    try {
-      await scheduled.c.startWorkers();
-      const v = await createVoucher(scheduled, { stock: 30 });
-      await scheduled.c.redis.hincrby(scheduled.c.keys.voucher(BigInt(v.id)), 'stock', 5);
-      await waitFor('the scheduled run to repair the stock', async () => (await scheduled.c.redis.hget(scheduled.c.keys.voucher(BigInt(v.id)), 'stock')) === '30');
-      const metrics = await scheduled.app.inject({ method: 'GET', url: '/metrics' });
-      assert.match(metrics.body, /seckill_reconcile_repairs_total\{kind="stock"\} 1/);
-    } finally {
-      await scheduled.close();
-    }
+    await scheduled.c.startWorkers();
+    const v = await createVoucher(scheduled, { stock: 30 });
+    await scheduled.c.redis.hincrby(scheduled.c.keys.voucher(BigInt(v.id)), 'stock', 5);
+    await waitFor('the scheduled run to repair the stock', async () => (await scheduled.c.redis.hget(scheduled.c.keys.voucher(BigInt(v.id)), 'stock')) === '30');
+    const metrics = await scheduled.app.inject({ method: 'GET', url: '/metrics' });
+    assert.match(metrics.body, /seckill_reconcile_repairs_total\{kind="stock"\} 1/);
   });
 });

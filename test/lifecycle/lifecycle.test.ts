@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import { createReleases } from '../src/lifecycle/releases.js';
-import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
+import { createReleases } from '../../src/lifecycle/releases.js';
+import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('lifecycle', { EXPIRY_POLL_MS: '100' });
-  await t.c.startWorkers();
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('lifecycle', { EXPIRY_POLL_MS: '100' });
+await t.c.startWorkers();
 
 const ordersOf = (voucherId: string) =>
   t.c.db.selectFrom('orders').select(['id', 'user_id', 'status', 'expires_at', 'updated_at']).where('voucher_id', '=', voucherId).execute();
@@ -136,17 +131,13 @@ describe('order lifecycle', () => {
 describe('an order not stored yet', () => {
   it('answers ORDER_PROCESSING to pay and cancel, without waiting', async () => {
     const idle = await startTestApp('lifecycle-idle'); // no pipeline: admitted orders stay in flight
-    try {
-      const v = await createVoucher(idle, { stock: 2 });
-      const { orderId } = (await claim(idle, v.id, 7)).json();
-      for (const action of ['pay', 'cancel'] as const) {
-        const res = await orderAction(idle, action, orderId, 7);
-        assert.equal(res.statusCode, 409);
-        assert.equal(res.json().code, 'ORDER_PROCESSING');
-      }
-      assert.equal((await readTruth(idle.c, v.id)).redisStock, 1, 'nothing was released');
-    } finally {
-      await idle.close();
+    const v = await createVoucher(idle, { stock: 2 });
+    const { orderId } = (await claim(idle, v.id, 7)).json();
+    for (const action of ['pay', 'cancel'] as const) {
+      const res = await orderAction(idle, action, orderId, 7);
+      assert.equal(res.statusCode, 409);
+      assert.equal(res.json().code, 'ORDER_PROCESSING');
     }
+    assert.equal((await readTruth(idle.c, v.id)).redisStock, 1, 'nothing was released');
   });
 });

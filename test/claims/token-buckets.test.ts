@@ -2,31 +2,23 @@
 // database and key prefix) take claims for the same voucher, and together they stay within ONE
 // voucher bucket and ONE bucket per buyer.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { claim, createVoucher, startSecondInstance, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import { claim, createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 const VOUCHER_RATE = 40;
 const VOUCHER_BURST = 20;
 const USER_RATE = 5;
 const USER_BURST = 3;
 
-let a: TestApp;
-let b: TestApp;
-before(async () => {
-  a = await startTestApp('buckets', {
-    BUCKET_VOUCHER_RATE: String(VOUCHER_RATE),
-    BUCKET_VOUCHER_BURST: String(VOUCHER_BURST),
-    BUCKET_USER_RATE: String(USER_RATE),
-    BUCKET_USER_BURST: String(USER_BURST),
-  });
-  b = await startSecondInstance(a);
-  await a.c.startPipeline();
+const a = await startTestApp('buckets', {
+  BUCKET_VOUCHER_RATE: String(VOUCHER_RATE),
+  BUCKET_VOUCHER_BURST: String(VOUCHER_BURST),
+  BUCKET_USER_RATE: String(USER_RATE),
+  BUCKET_USER_BURST: String(USER_BURST),
 });
-after(async () => {
-  await b?.close();
-  await a?.close();
-});
+const b = await startSecondInstance(a);
+await a.c.startPipeline();
 
 let nextUser = 1_000;
 

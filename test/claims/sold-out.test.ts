@@ -5,31 +5,24 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import type { Container } from '../src/container.js';
-import { createScripts } from '../src/infra/redis/scripts/index.js';
-import { createReleases } from '../src/lifecycle/releases.js';
-import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import type { Container } from '../../src/container.js';
+import { createScripts } from '../../src/infra/redis/scripts/index.js';
+import { createReleases } from '../../src/lifecycle/releases.js';
+import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Long enough that only an announcement (pub/sub) can clear a flag within a second.
 const LONG_FLAG_MS = '10000';
 
-let a: TestApp; // runs the order pipeline; its cancels give units back (and announce them)
-let b: TestApp; // a second API instance on the same data
-let short: TestApp; // a third one whose flags expire after the default 500 ms
-before(async () => {
-  a = await startTestApp('soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
-  b = await startSecondInstance(a);
-  short = await startSecondInstance(a, { SOLD_OUT_CACHE_MS: '500' });
-  await a.c.startPipeline();
-});
-after(async () => {
-  await short?.close();
-  await b?.close();
-  await a?.close();
-});
+// a runs the order pipeline; its cancels give units back (and announce them). b is a second API
+// instance on the same data; short a third one whose flags expire after the default 500 ms.
+const a = await startTestApp('soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
+const b = await startSecondInstance(a);
+const short = await startSecondInstance(a, { SOLD_OUT_CACHE_MS: '500' });
+await a.c.startPipeline();
 
 let nextUser = 10_000;
 

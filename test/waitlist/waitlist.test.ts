@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { OrderEvent } from '../src/orders/events.js';
-import { claim, createVoucher, orderAction, range, startTestApp, type TestApp, waitFor } from './helpers.js';
-import { assertInvariants, waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import type { OrderEvent } from '../../src/orders/events.js';
+import { claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { waitFor } from '../support/wait.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('waitlist', { EXPIRY_POLL_MS: '100', WAITLIST_MAX: '4' });
-  await t.c.startWorkers();
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('waitlist', { EXPIRY_POLL_MS: '100', WAITLIST_MAX: '4' });
+await t.c.startWorkers();
 
 const position = async (voucherId: string, user: number) =>
   t.app.inject({ method: 'GET', url: `/api/vouchers/${voucherId}/waitlist/me`, headers: { authorization: `Bearer ${await t.token(user)}` } });

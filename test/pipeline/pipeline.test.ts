@@ -1,22 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { pino } from 'pino';
-import { createContainer } from '../src/container.js';
-import { CONSUMER_GROUP } from '../src/pipeline/maintenance.js';
-import { isMalformed, parseEntry, type OrderEntry } from '../src/infra/redis/records.js';
-import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../src/pipeline/bulk-sql.js';
-import { FailureReason } from '../src/pipeline/settlement.js';
-import { storeOrders } from '../src/pipeline/store-orders.js';
-import { burst, claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants, readTruth, waitForDrain } from './invariants.js';
+import { describe, it } from 'node:test';
+import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
+import { isMalformed, parseEntry, type OrderEntry } from '../../src/infra/redis/records.js';
+import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
+import { FailureReason } from '../../src/pipeline/settlement.js';
+import { storeOrders } from '../../src/pipeline/store-orders.js';
+import { burst, claim, createVoucher, range, startSecondContainer, startTestApp } from '../support/helpers.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
+import { waitFor } from '../support/wait.js';
 
-let t: TestApp;
-before(async () => {
-  t = await startTestApp('pipeline', { CLAIM_IDLE_MS: '1000', MAX_DELIVERIES: '2', PIPELINE_BATCH: '200' });
-});
-after(async () => {
-  await t.close();
-});
+const t = await startTestApp('pipeline', { CLAIM_IDLE_MS: '1000', MAX_DELIVERIES: '2', PIPELINE_BATCH: '200' });
 
 /** A dead letter is "entry <stream id> reason <text>" followed by the fields of the entry. */
 function deadLetterOrderId(shard: number, [, fields]: [string, string[]]) {
@@ -63,7 +56,7 @@ describe('order pipeline', () => {
       const field = (name: string) => Number(group[group.indexOf(name) + 1]);
       return field('lag') === 0 && field('pending') === 0;
     };
-    for (let waited = 0; !(await settled()) && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the copies read and acknowledged', settled, 10_000, 50);
     assert.ok(await settled(), 'copies read and acknowledged');
     await assertInvariants(t.c, v.id, admitted);
     assert.equal((await readTruth(t.c, v.id)).orders.length, 5);
@@ -71,21 +64,14 @@ describe('order pipeline', () => {
 
   it('when the same orders are stored and settled twice, then the second time changes nothing', async () => {
     const v = await createVoucher(t, { stock: 4 });
-    const pipelineOff = await createContainer(
-      { ...t.c.config, redisPrefix: t.c.config.redisPrefix },
-      pino({ level: 'silent' }),
-    );
-    try {
-      const admitted = await burst(t, v.id, range(200, 3));
-      await waitForDrain(t.c, v.id);
-      const entries = (await streamEntries(v.id)).filter((e) => admitted.includes(e.orderId));
-      const again = await storeOrders(pipelineOff.db, entries);
-      assert.equal(again.size, entries.length);
-      assert.ok([...again.values()].every((s) => s.kind === 'stored'));
-      await assertInvariants(t.c, v.id, admitted);
-    } finally {
-      await pipelineOff.close();
-    }
+    const pipelineOff = await startSecondContainer(t);
+    const admitted = await burst(t, v.id, range(200, 3));
+    await waitForDrain(t.c, v.id);
+    const entries = (await streamEntries(v.id)).filter((e) => admitted.includes(e.orderId));
+    const again = await storeOrders(pipelineOff.db, entries);
+    assert.equal(again.size, entries.length);
+    assert.ok([...again.values()].every((s) => s.kind === 'stored'));
+    await assertInvariants(t.c, v.id, admitted);
   });
 
   it('when a batch is stored, then its rows hold exactly the entries (UTC times, database-time payment window, reasons verbatim)', async () => {
@@ -176,18 +162,14 @@ describe('order pipeline', () => {
   });
 
   it('when two workers race on one shard, then every order is stored once', async () => {
-    const second = await createContainer({ ...t.c.config, consumerName: 'racer-b' }, pino({ level: 'silent' }));
-    try {
-      await second.startPipeline();
-      const v = await createVoucher(t, { stock: 1000 });
-      const admitted = await burst(t, v.id, range(10_000, 1000));
-      assert.equal(admitted.length, 1000);
-      await waitForDrain(t.c, v.id);
-      const truth = await assertInvariants(t.c, v.id, admitted);
-      assert.equal(truth.orders.length, 1000);
-    } finally {
-      await second.close();
-    }
+    const second = await startSecondContainer(t, { CONSUMER_NAME: 'racer-b' });
+    await second.startPipeline();
+    const v = await createVoucher(t, { stock: 1000 });
+    const admitted = await burst(t, v.id, range(10_000, 1000));
+    assert.equal(admitted.length, 1000);
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, admitted);
+    assert.equal(truth.orders.length, 1000);
   });
 
   it('when the database disagrees with Redis, then only the invalid orders fail, with a reason, compensated once', async () => {

@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { createKeySpace } from '../src/infra/redis/keys.js';
-import { type AdmitClaim, AdmitCode, type ClaimRateLimits, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../src/infra/redis/scripts/admission.js';
-import { createScripts, type Scripts } from '../src/infra/redis/scripts/index.js';
-import { batchAdmissions } from '../src/claims/admission-batch.js';
-import { deleteKeys, REDIS_URL, uniqueName } from './helpers.js';
-import { type PrivateRedis, startPrivateRedis } from './private-redis.js';
+import { type AdmitClaim, AdmitCode, type ClaimRateLimits, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
+import { createScripts, type Scripts } from '../../../../src/infra/redis/scripts/index.js';
+import { batchAdmissions } from '../../../../src/claims/admission-batch.js';
+import { testRedis } from '../../../support/helpers.js';
+import { type PrivateRedis, startPrivateRedis } from '../../../support/private-redis.js';
 
-const keys = createKeySpace(uniqueName('admit'), 4);
-let redis: Redis;
-let scripts: Scripts;
+const { redis, keys } = testRedis('admit', { enableAutoPipelining: true });
+const scripts = createScripts(redis, keys);
 let nextOrder = 1n;
 let nextVoucher = 100n;
-
-before(() => {
-  redis = new Redis(REDIS_URL, { enableAutoPipelining: true });
-  scripts = createScripts(redis, keys);
-});
-after(async () => {
-  await deleteKeys(redis, keys.pattern());
-  redis.disconnect();
-});
 
 async function voucher(stock: number, limit = 1, window: [number, number] = [-60_000, 60_000], waitlistCap = 0) {
   const voucherId = nextVoucher++;

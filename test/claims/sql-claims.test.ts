@@ -1,31 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Container } from '../src/container.js';
-import type { OrderEvent } from '../src/orders/events.js';
-import { claim, createVoucher, range, startTestApp, type TestApp } from './helpers.js';
-import { assertInvariants } from './invariants.js';
+import type { Container } from '../../src/container.js';
+import type { OrderEvent } from '../../src/orders/events.js';
+import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
+import { assertInvariants } from '../support/invariants.js';
+import { waitFor } from '../support/wait.js';
 
 const LOCK_TTL_MS = 300;
 
 // Two apps: the races run with the default claim lock lifetime; the lock scenarios with a short
 // one, so that a claim outlives its first lease within a fraction of a second.
-let t: TestApp;
-let short: TestApp;
-before(async () => {
-  [t, short] = await Promise.all([startTestApp('sql-claims'), startTestApp('sql-claims-lock', { CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) })]);
-});
-after(async () => {
-  await Promise.all([t?.close(), short?.close()]);
-});
-
-async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
+const [t, short] = await Promise.all([startTestApp('sql-claims'), startTestApp('sql-claims-lock', { CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) })]);
 
 /** What the database holds for a voucher. */
 async function dbState(c: Container, voucherId: string) {
@@ -201,7 +187,7 @@ describe('synchronous claims (common and limited)', () => {
     try {
       const res = await claim(t, v.id, 31, { quantity: 2 });
       assert.equal(res.statusCode, 201);
-      await waitFor(async () => heard.length > 0, 'the event arrives');
+      await waitFor('the event to arrive', () => heard.length > 0);
       assert.deepEqual({ ...heard[0], at: undefined }, {
         type: 'stored',
         orderId: res.json().orderId,
@@ -225,7 +211,7 @@ describe('the per-user lock of limited claims', () => {
     let settled = false;
     const first = claim(short, v.id, 41).finally(() => (settled = true));
     try {
-      await waitFor(async () => (await short.c.redis.exists(key)) === 1, 'the claim holds its lock');
+      await waitFor('the claim to hold its lock', async () => (await short.c.redis.exists(key)) === 1);
       // Three lifetimes: only renewals can keep the lock alive this long.
       await sleep(3 * LOCK_TTL_MS);
       assert.equal(settled, false, 'the claim still waits for the voucher row');
@@ -250,7 +236,7 @@ describe('the per-user lock of limited claims', () => {
     const releaseRow = await holdVoucherRow(short.c, v.id);
     const pending = claim(short, v.id, 42);
     try {
-      await waitFor(async () => (await short.c.redis.exists(key)) === 1, 'the claim holds its lock');
+      await waitFor('the claim to hold its lock', async () => (await short.c.redis.exists(key)) === 1);
       // Expired or taken over: the lock is no longer the claim's. The watchdog renews every third
       // of the lifetime, on this process' timers: it notices before the sleep below ends.
       await short.c.redis.del(key);
@@ -278,7 +264,7 @@ describe('the per-user lock of limited claims', () => {
     const releaseRow = await holdVoucherRow(short.c, v.id);
     const pending = claim(short, v.id, 43);
     try {
-      await waitFor(async () => (await short.c.redis.exists(key)) === 1, 'the claim holds its lock');
+      await waitFor('the claim to hold its lock', async () => (await short.c.redis.exists(key)) === 1);
       // The renewals now fail with "Connection is closed" (an unhandled rejection would fail this test).
       short.c.redis.disconnect();
       await sleep(3 * LOCK_TTL_MS);
