@@ -1,32 +1,40 @@
-// A redis-server of a test's own, on a free port, for tests that do what would disturb other test
-// files on the shared server (flush the script cache, restart, kill). scripts/services.sh installs
-// redis-server, so the binary is there wherever the suite runs.
+// Redis servers of a test's own, on free ports, for tests that do what would disturb other test
+// files on the shared server (flush the script cache, restart, kill): one redis-server, or a
+// Sentinel topology (scripts/redis-topology.sh). scripts/services.sh installs redis-server, so the
+// binary is there wherever the suite runs.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { start } from './processes.js';
+import { run, type Running, start } from './processes.js';
 import { waitFor } from './wait.js';
 
-async function freePort(): Promise<number> {
+/** A port nobody listens on now (0: any). */
+async function freePort(wanted = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.listen(wanted, '127.0.0.1', () => {
       const { port } = server.address() as { port: number };
       server.close(() => resolve(port));
     });
   });
 }
 
-export interface PrivateRedis {
-  url: string;
-  stop(): Promise<void>;
+/** The first of `count` consecutive free ports. */
+async function freePortRange(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 40_000);
+    const free = await Promise.all(Array.from({ length: count }, (_, i) => freePort(base + i).then(() => true, () => false)));
+    if (free.every(Boolean)) return base;
+  }
+  throw new Error(`no ${count} consecutive free ports found`);
 }
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
-  const port = await freePort();
-  const server = start('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+/** Waits until a server answers PING on `port`; fails when `exited()` says it died first. */
+async function answering(port: number, exited: () => boolean): Promise<void> {
+  const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
   let lastError = '';
   try {
     await waitFor(() => `redis-server on port ${port} to start (${lastError})`, async () => {
@@ -37,20 +45,86 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       } catch (err) {
         probe.disconnect();
         lastError = (err as Error).message;
-        if (server.exited) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
+        if (exited()) throw new Error(`redis-server on port ${port} did not start: ${lastError}`);
         return false;
       }
     }, 10_000, 50);
-  } catch (err) {
-    await server.stop('SIGKILL');
-    throw err;
   } finally {
     probe.disconnect();
   }
+}
+
+export interface PrivateRedisOptions {
+  /** Keep an append-only file, fsynced `always` or `everysec` (default: no persistence at all). */
+  appendfsync?: 'always' | 'everysec';
+}
+
+export interface PrivateRedis {
+  url: string;
+  /** SIGKILL: a crash, nothing flushed. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and directory: empty without persistence, else from its AOF. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startPrivateRedis({ appendfsync }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'seckill-redis-'));
+  const persistence = appendfsync ? ['--appendonly', 'yes', '--appendfsync', appendfsync] : ['--appendonly', 'no'];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, ...persistence];
+  let server: Running;
+  const launch = async () => {
+    server = start('redis-server', args, { stdio: 'ignore' });
+    try {
+      await answering(port, () => server.exited);
+    } catch (err) {
+      await server.stop('SIGKILL');
+      throw err;
+    }
+  };
+  await launch();
   return {
-    url,
+    url: `redis://127.0.0.1:${port}`,
+    kill: async () => void (await server.stop('SIGKILL')),
+    restart: launch,
     async stop() {
       await server.stop('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface SentinelTopology {
+  /** REDIS_SENTINELS and REDIS_SENTINEL_NAME for the service. */
+  sentinels: string;
+  name: string;
+  /** kill -9 of the current master. */
+  killMaster(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const TOPOLOGY = 'scripts/redis-topology.sh';
+
+/** One master, one replica, three sentinels (quorum 2, down after 1 s) on five free ports in a row. */
+export async function startSentinelTopology(): Promise<SentinelTopology> {
+  const dir = mkdtempSync(join(tmpdir(), 'seckill-sentinel-'));
+  const port = await freePortRange(5);
+  const args = ['sentinel', 'up', '--port', String(port), '--dir', dir];
+  const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
+  if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
+  const settings = Object.fromEntries(up.stdout.trim().split(/\s+/).map((kv) => kv.split('=') as [string, string]));
+  const sentinel = new Redis(port + 2, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  return {
+    sentinels: settings.REDIS_SENTINELS!,
+    name: settings.REDIS_SENTINEL_NAME!,
+    async killMaster() {
+      const [, masterPort] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', settings.REDIS_SENTINEL_NAME!)) as [string, string];
+      process.kill(Number(readFileSync(join(dir, `${masterPort}.pid`), 'utf8')), 'SIGKILL');
+    },
+    async stop() {
+      sentinel.disconnect();
+      await run('bash', [TOPOLOGY, 'sentinel', 'down', '--port', String(port), '--dir', dir], { timeoutMs: 30_000 });
     },
   };
 }

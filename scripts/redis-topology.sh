@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Local Redis topologies on private ports, from Debian's redis-server (installed when missing):
+#   scripts/redis-topology.sh sentinel up   [--port P] [--dir D]  master P, replica P+1, sentinels P+2..P+4
+#   scripts/redis-topology.sh cluster  up   [--port P] [--dir D]  3 masters P..P+2, 3 replicas P+3..P+5
+#   scripts/redis-topology.sh sentinel|cluster down|status [--port P] [--dir D]
+# Idempotent: `up` on a running topology only reports it. Every process writes its pid to D
+# (default .services/<kind>-<P>), so `down` (or a test) can stop or kill exactly these.
+# Prints the connection settings for the service on stdout, e.g.
+#   REDIS_SENTINELS=127.0.0.1:26381,127.0.0.1:26382,127.0.0.1:26383 REDIS_SENTINEL_NAME=seckill
+set -euo pipefail
+
+kind=${1:-}; cmd=${2:-}; shift 2 || true
+port='' dir=''
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --port) port=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+case "$kind" in
+  sentinel) port=${port:-26379} ;;
+  cluster) port=${port:-7000} ;;
+  *) echo "usage: $0 sentinel|cluster up|down|status [--port P] [--dir D]" >&2; exit 2 ;;
+esac
+dir=${dir:-"$(cd "$(dirname "$0")/.." && pwd)/.services/$kind-$port"}
+NAME=seckill
+
+log() { printf 'redis-topology: %s\n' "$*" >&2; }
+
+ensure_redis() {
+  command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 && return
+  [[ $(id -u) -eq 0 ]] || { log "need root to install redis-server"; exit 1; }
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+}
+
+answers() { redis-cli -p "$1" ping 2>/dev/null | grep -q PONG; }
+
+wait_until() {
+  local what=$1; shift
+  for _ in $(seq 1 100); do "$@" && return 0; sleep 0.1; done
+  log "$what did not come up"; return 1
+}
+
+# A data node: no RDB snapshots, no AOF (tests that want persistence start their own).
+start_node() {
+  local p=$1; shift
+  answers "$p" && return 0
+  mkdir -p "$dir/$p"
+  redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save '' --appendonly no --daemonize yes \
+    --pidfile "$dir/$p.pid" --logfile "$dir/$p.log" "$@"
+  wait_until "redis on $p" answers "$p"
+}
+
+start_sentinel() {
+  local p=$1 master=$2
+  answers "$p" && return 0
+  # A sentinel rewrites its own configuration file, so each gets a fresh one.
+  cat >"$dir/sentinel-$p.conf" <<CONF
+port $p
+bind 127.0.0.1
+daemonize yes
+pidfile $dir/$p.pid
+logfile $dir/$p.log
+dir $dir
+sentinel monitor $NAME 127.0.0.1 $master 2
+sentinel down-after-milliseconds $NAME 1000
+sentinel failover-timeout $NAME 5000
+sentinel parallel-syncs $NAME 1
+CONF
+  redis-server "$dir/sentinel-$p.conf" --sentinel
+  wait_until "sentinel on $p" answers "$p"
+}
+
+settings() {
+  if [[ $kind == sentinel ]]; then
+    echo "REDIS_SENTINELS=127.0.0.1:$((port + 2)),127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4)) REDIS_SENTINEL_NAME=$NAME"
+  else
+    echo "REDIS_CLUSTER_NODES=127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
+  fi
+}
+
+up() {
+  ensure_redis
+  mkdir -p "$dir"
+  if [[ $kind == sentinel ]]; then
+    start_node "$port"
+    start_node "$((port + 1))" --replicaof 127.0.0.1 "$port"
+    for s in 2 3 4; do start_sentinel "$((port + s))" "$port"; done
+  else
+    for n in 0 1 2 3 4 5; do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
+    if ! redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok'; then
+      redis-cli --cluster create $(for n in 0 1 2 3 4 5; do printf '127.0.0.1:%s ' "$((port + n))"; done) --cluster-replicas 1 --cluster-yes >/dev/null
+      wait_until 'cluster state ok' bash -c "redis-cli -p $port cluster info | grep -q 'cluster_state:ok'"
+    fi
+  fi
+  settings
+}
+
+down() {
+  shopt -s nullglob
+  for pidfile in "$dir"/*.pid; do
+    kill "$(cat "$pidfile")" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+  rm -rf "$dir"
+}
+
+status() {
+  local last=5
+  [[ $kind == sentinel ]] && last=4
+  for n in $(seq 0 "$last"); do
+    if answers "$((port + n))"; then echo "$((port + n)): up"; else echo "$((port + n)): down"; fi
+  done
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 sentinel|cluster up|down|status [--port P] [--dir D]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,91 @@
+// A steady sale for the fault tests: `buyers` distinct users claim one unit each, `concurrency`
+// at a time, each with an Idempotency-Key of their own; a claim answered 503 or cut off is tried
+// again with the same key (as a careful client does), up to `retries` times. Every answer is kept
+// with the time it arrived, so a test can ask which admissions came after its fault.
+import { Pool } from 'undici';
+
+export interface ClaimAnswer {
+  user: number;
+  status: number;
+  /** 202: the order's id. */
+  orderId?: string;
+  /** Error answers: the contract's code. */
+  code?: string;
+  retryAfter?: string;
+  /** No HTTP answer at all (connection reset or refused). */
+  error?: string;
+  /** performance.now() when the answer (or the error) arrived. */
+  at: number;
+}
+
+export type SendClaim = (user: number, idempotencyKey: string) => Promise<{ status: number; body: string; headers: Record<string, unknown> }>;
+
+export interface SaleOptions {
+  send: SendClaim;
+  firstUser: number;
+  buyers: number;
+  concurrency: number;
+  /** Extra tries of a claim answered 503 or cut off (0: none). */
+  retries?: number;
+  /** Pause before a retry. */
+  retryPauseMs?: number;
+}
+
+export interface Sale {
+  answers: ClaimAnswer[];
+  /** Resolves when every buyer has their last answer. */
+  done: Promise<void>;
+  /** Ids of the orders answered 202 (after `since`, a performance.now() time, when given). */
+  admitted(since?: number): string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function startSale({ send, firstUser, buyers, concurrency, retries = 0, retryPauseMs = 100 }: SaleOptions): Sale {
+  const answers: ClaimAnswer[] = [];
+  let next = 0;
+  const one = async (user: number) => {
+    const key = `sale-${user}`;
+    for (let attempt = 0; ; attempt++) {
+      let answer: ClaimAnswer;
+      try {
+        const res = await send(user, key);
+        const body = res.body ? (JSON.parse(res.body) as { orderId?: string; code?: string }) : {};
+        const retryAfter = res.headers['retry-after'];
+        answer = { user, status: res.status, orderId: body.orderId, code: body.code, retryAfter: retryAfter === undefined ? undefined : String(retryAfter), at: performance.now() };
+      } catch (err) {
+        answer = { user, status: 0, error: (err as Error).message, at: performance.now() };
+      }
+      answers.push(answer);
+      const retryable = answer.status === 0 || answer.status === 503;
+      if (!retryable || attempt >= retries) return;
+      await sleep(retryPauseMs);
+    }
+  };
+  const worker = async () => {
+    while (next < buyers) await one(firstUser + next++);
+  };
+  const done = Promise.all(Array.from({ length: concurrency }, worker)).then(() => undefined);
+  return {
+    answers,
+    done,
+    admitted: (since = -Infinity) => answers.filter((a) => a.status === 202 && a.at >= since).map((a) => a.orderId!),
+  };
+}
+
+/** Claims over real HTTP, on `connections` keep-alive connections to `origin`. */
+export function httpClaims(origin: string, voucherId: string, token: (user: number) => string | Promise<string>, connections: number): { send: SendClaim; close(): Promise<void> } {
+  const pool = new Pool(origin, { connections, pipelining: 1 });
+  return {
+    async send(user, key) {
+      const res = await pool.request({
+        method: 'POST',
+        path: `/api/vouchers/${voucherId}/orders`,
+        headers: { authorization: `Bearer ${await token(user)}`, 'idempotency-key': key, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      return { status: res.statusCode, body: await res.body.text(), headers: res.headers };
+    },
+    close: () => pool.close(),
+  };
+}
