@@ -78,7 +78,7 @@ async function appTarget(scenario: Scenario): Promise<Target> {
   const cleanup = async () => {
     await c?.close();
     // A fresh connection, after close(): releasing the worker lease writes a key of our prefix.
-    const redis = createRedis(config, 'bench-cleanup');
+    const redis = createRedis(config, createLogger('silent'), 'bench-cleanup');
     try {
       await redisReady(redis, 10_000);
       let cursor = '0';

@@ -52,6 +52,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
   // WAIT written right after an admit call follows it on the wire.
   const conn = redis.duplicate({ enableAutoPipelining: false, connectionName: 'seckill-admissions' });
+  conn.on('error', (err: Error) => log.debug({ error: err.message }, 'admissions connection error'));
   onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
   await redisReady(conn, config.redisCommandTimeoutMs);
   const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;

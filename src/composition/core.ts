@@ -65,7 +65,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
   const closer = new Closer(log);
   const db = createDb(config.databaseUrl);
   closer.add('database', () => db.destroy());
-  const redis = createRedis(config);
+  const redis = createRedis(config, log);
   closer.add('redis', () => redis.quit().catch(() => redis.disconnect()));
   try {
     await redisReady(redis, REDIS_START_TIMEOUT_MS);

@@ -63,6 +63,7 @@ export class ReconcileSchedule {
     );
     worker.on('failed', (_job, err) => log.warn({ err }, 'reconciliation run failed'));
     worker.on('error', (err) => log.warn({ err }, 'reconciliation worker error'));
+    queue.on('error', (err) => log.warn({ err }, 'reconciliation queue error'));
 
     const closeConnections = async () => {
       await Promise.all([queueConn, workerConn, lockConn].map((c) => c.quit().catch(() => c.disconnect())));

@@ -62,11 +62,13 @@ describe('Redis restarted mid-sale', () => {
     await waitForDrain(t.c, v.id, 60_000);
     const truth = await assertInvariants(t.c, v.id, after);
     assertContractAnswers(sale);
-    // Only admissions still in Redis alone at the crash may be gone (expected without persistence).
+    // Only admissions answered before the crash and not stored yet may be gone: the price of
+    // running Redis without persistence (how many: the pipeline's lag at that moment).
     const stored = new Set(truth.orders.map((o) => o.id));
     const lost = sale.admitted().filter((id) => !stored.has(id));
-    ctx.diagnostic(`${sale.admitted().length} admitted, ${after.length} after Redis came back, ${lost.length} lost in the crash`);
-    assert.ok(lost.length < STOCK / 10, `${lost.length} admissions lost`);
+    const beforeCrash = new Set(sale.admitted().filter((id) => !after.includes(id)));
+    ctx.diagnostic(`${sale.admitted().length} admitted, ${after.length} after Redis came back, ${lost.length} of ${beforeCrash.size} earlier ones lost in the crash`);
+    assert.deepEqual(lost.filter((id) => !beforeCrash.has(id)), [], 'every admission lost was made before the crash');
     assert.equal(truth.redisStock, truth.dbStock, 'Redis rebuilt from the database');
   });
 

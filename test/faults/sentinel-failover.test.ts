@@ -1,7 +1,6 @@
 // The Redis master dies (kill -9) under load; Sentinel promotes its replica and the service follows
 // by itself. With ADMIT_DURABILITY=replica every 202 was on the replica before it was answered, so
 // none is lost; with memory, the admissions the replica had not received yet may be (measured).
-import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createVoucher, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
@@ -57,13 +56,13 @@ describe('Sentinel failover under load', () => {
     ctx.diagnostic(`${sale.admitted().length} admitted, ${truth.orders.length} stored, ${sale.answers.filter((a) => a.status === 503).length} answered 503 during the failover`);
   });
 
-  it('when the master is killed with ADMIT_DURABILITY=memory, then nothing is oversold or duplicated, and the loss is at most what the replica had not received', { timeout: 150_000 }, async (ctx) => {
+  it('when the master is killed with ADMIT_DURABILITY=memory, then what the replica had not received is lost, and nothing is oversold or duplicated', { timeout: 150_000 }, async (ctx) => {
     const { t, v, sale } = await failoverSale('failover-memory', 'memory', ctx);
     const stored = new Set((await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).execute()).map((o) => o.id));
     const lost = sale.admitted().filter((id) => !stored.has(id));
     // The invariants hold for every order that survived; the lost ones are the policy's price.
     await assertInvariants(t.c, v.id, sale.admitted().filter((id) => stored.has(id)));
+    // How many depends on the replication lag at the kill (README: durability per fault).
     ctx.diagnostic(`${sale.admitted().length} admitted, ${lost.length} lost in the failover`);
-    assert.ok(lost.length < STOCK / 10, `${lost.length} admissions lost`);
   });
 });

@@ -3,6 +3,7 @@
 // connection and derive the others from it (dedicatedConnection), so none of them knows which kind of
 // deployment it talks to.
 import { Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
@@ -27,8 +28,8 @@ function targetOptions(s: RedisSettings): IoRedisOptions {
  * request is answered 503 UNAVAILABLE), and one that Redis does not answer (a hung server) fails
  * after REDIS_COMMAND_TIMEOUT_MS. Wait for `ready` (redisReady) before the first command.
  */
-export function createRedis(settings: RedisSettings, connectionName = 'seckill'): Redis {
-  return new Redis({
+export function createRedis(settings: RedisSettings, log: Logger, connectionName = 'seckill'): Redis {
+  const redis = new Redis({
     ...targetOptions(settings),
     enableAutoPipelining: true,
     // Claims reach the admit script in batches already (claims/admission-batch.ts); pipelining a
@@ -38,6 +39,27 @@ export function createRedis(settings: RedisSettings, connectionName = 'seckill')
     commandTimeout: settings.redisCommandTimeoutMs,
     connectionName,
   });
+  loggers.set(redis, log);
+  logConnectionErrors(redis, log, connectionName);
+  return redis;
+}
+
+const loggers = new WeakMap<Redis, Logger>();
+const ERROR_LOG_EVERY_MS = 5_000;
+
+/**
+ * While Redis is unreachable every reconnect attempt fails: one warning per connection every few
+ * seconds says so (ioredis would print each one to stderr if nobody listened).
+ */
+function logConnectionErrors(redis: Redis, log: Logger, connectionName: string): void {
+  let lastLogged = 0;
+  let suppressed = 0;
+  redis.on('error', (err: Error) => {
+    if (Date.now() - lastLogged < ERROR_LOG_EVERY_MS) return void suppressed++;
+    log.warn({ connection: connectionName, error: err.message, suppressed }, 'Redis connection error; reconnecting');
+    lastLogged = Date.now();
+    suppressed = 0;
+  });
 }
 
 /**
@@ -46,7 +68,13 @@ export function createRedis(settings: RedisSettings, connectionName = 'seckill')
  * pipelining.
  */
 export function dedicatedConnection(shared: Redis, connectionName: string): Redis {
-  return shared.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, connectionName });
+  const redis = shared.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, connectionName });
+  const log = loggers.get(shared);
+  if (log) {
+    loggers.set(redis, log);
+    logConnectionErrors(redis, log, connectionName);
+  }
+  return redis;
 }
 
 /** Resolves once the connection is ready for commands; rejects with the last error after `timeoutMs`. */
