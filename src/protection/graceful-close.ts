@@ -1,9 +1,11 @@
-// Closing without dropping requests. When close() starts, Fastify answers every request with
-// `Connection: close`, so clients stop reusing their sockets; for SHUTDOWN_GRACE_MS the server
-// still serves (and accepts), which lets each busy keep-alive connection finish its request and
-// close, instead of being reset with a request on its way. Then the listener closes with the idle
-// sockets that remain, requests in progress finish, and a request that still arrives on an open
-// connection is answered 503 UNAVAILABLE in the contract's shape, with Retry-After.
+// Closing without dropping requests. When close() starts, the listener stops accepting (new
+// connections are refused: the request never left the client, which may send it elsewhere) but
+// the open connections stay: for SHUTDOWN_GRACE_MS they are served, every answer with
+// `Connection: close` (Fastify adds it while closing), so each busy keep-alive connection
+// finishes its request and is closed by its client instead of being reset with a request on its
+// way. Then the idle connections left are closed, requests in progress finish, and a request that
+// still arrives is answered 503 UNAVAILABLE in the contract's shape, with Retry-After.
+import { Server as NetServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../errors.js';
 import type { App } from '../http.js';
@@ -20,7 +22,12 @@ export function registerGracefulClose(app: App, graceMs: number): () => boolean 
   });
   app.addHook('preClose', async () => {
     closing = true;
-    if (app.server.listening && graceMs > 0) await sleep(graceMs);
+    if (app.server.listening && graceMs > 0) {
+      // net's close, not http's: http.Server.close() also closes idle connections at once, and a
+      // connection accepted a moment ago, its request not read yet, counts as idle.
+      NetServer.prototype.close.call(app.server);
+      await sleep(graceMs);
+    }
     closed = true;
   });
   return () => closing;

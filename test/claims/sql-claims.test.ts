@@ -11,7 +11,13 @@ const LOCK_TTL_MS = 300;
 
 // Two apps: the races run with the default claim lock lifetime; the lock scenarios with a short
 // one, so that a claim outlives its first lease within a fraction of a second.
-const [t, short] = await Promise.all([startTestApp('sql-claims'), startTestApp('sql-claims-lock', { CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) })]);
+// Several tests here send one buyer's claims many at once; the per-buyer token bucket (on by
+// default, test/claims/token-buckets.test.ts) would answer most of them 429.
+const NO_USER_BUCKET = { BUCKET_USER_RATE: '0' };
+const [t, short] = await Promise.all([
+  startTestApp('sql-claims', NO_USER_BUCKET),
+  startTestApp('sql-claims-lock', { ...NO_USER_BUCKET, CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) }),
+]);
 
 /** What the database holds for a voucher. */
 async function dbState(c: Container, voucherId: string) {

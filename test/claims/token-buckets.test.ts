@@ -140,3 +140,26 @@ describe('token buckets across two instances', () => {
     assert.equal(truth.dbStock, 1_000 - admitted.length, 'a refused claim takes no stock');
   });
 });
+
+describe('the per-buyer bucket with the default configuration', async () => {
+  const shipped = await startTestApp('buckets-default');
+  await shipped.c.startPipeline();
+
+  it('when one buyer fires 200 claims at once, then most are answered 429 with Retry-After and one unit is sold', async () => {
+    const v = await createVoucher(shipped, { stock: 100, perUserLimit: 1 });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => claim(shipped, v.id, 77)));
+    const limited = answers.filter((r) => r.statusCode === 429);
+    const admitted = answers.filter((r) => r.statusCode === 202).map((r) => r.json().orderId as string);
+    // Through the bucket: its burst (twice the rate); of those one is admitted, the rest exceed the limit.
+    assert.ok(limited.length >= 200 - 2 * shipped.c.config.bucketUserRate - 1, `${limited.length} of 200 refused`);
+    for (const r of limited) {
+      assert.equal(r.json().code, 'RATE_LIMITED');
+      assert.ok(Number(r.headers['retry-after']) >= 1);
+    }
+    assert.equal(admitted.length, 1);
+    assert.equal(answers.length - limited.length - admitted.length, answers.filter((r) => r.json().code === 'LIMIT_EXCEEDED').length);
+    await waitForDrain(shipped.c, v.id);
+    const truth = await assertInvariants(shipped.c, v.id, admitted);
+    assert.equal(truth.dbStock, 99);
+  });
+});
