@@ -24,7 +24,6 @@ function injectClaims(t: TestApp, voucherId: string) {
 
 async function failoverSale(label: string, durability: 'replica' | 'memory', ctx: { after(fn: () => unknown): void; diagnostic(m: string): void }) {
   const topology = await startSentinelTopology();
-  ctx.after(() => topology.stop());
   const t = await startTestApp(label, {
     REDIS_SENTINELS: topology.sentinels,
     REDIS_SENTINEL_NAME: topology.name,
@@ -34,6 +33,7 @@ async function failoverSale(label: string, durability: 'replica' | 'memory', ctx
     CLAIM_IDLE_MS: '2000',
     RECONCILE_INTERVAL_MS: '1000',
   });
+  ctx.after(() => topology.stop()); // after hooks run in order: the app closes first
   await t.c.startWorkers();
   const v = await createVoucher(t, { stock: STOCK });
   // Retries for as long as a failover takes (down-after 1 s, then the election).

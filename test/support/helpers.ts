@@ -91,6 +91,13 @@ export interface TestApp {
 /** What runs on a first app's data and closes before it: second instances and containers. */
 const dependents = new WeakMap<TestApp, { close(): Promise<void> }[]>();
 
+/** Runs every step in order, even after one fails; then fails with the first error. */
+async function allSteps(steps: (() => Promise<unknown>)[]): Promise<void> {
+  let first: unknown;
+  for (const step of steps) await step().catch((err: unknown) => (first ??= err));
+  if (first) throw first;
+}
+
 /** `close` made to run once; every caller awaits the same promise. */
 function once(close: () => Promise<void>): () => Promise<void> {
   let closing: Promise<void> | null = null;
@@ -114,13 +121,16 @@ export async function startTestApp(label: string, overrides: Record<string, stri
   const started: { close(): Promise<void> }[] = [];
   const t: TestApp = {
     ...instance(app, c, env),
-    close: once(async () => {
-      for (const other of started.reverse()) await other.close();
-      await app.close();
-      await deleteKeys(c.redis, c.keys.pattern());
-      await c.close();
-      await dropDatabase(config.databaseUrl);
-    }),
+    // Every step runs even when one fails (a test that killed Redis), so nothing keeps the file's process alive.
+    close: once(() =>
+      allSteps([
+        ...started.reverse().map((other) => () => other.close()),
+        () => app.close(),
+        () => deleteKeys(c.redis, c.keys.pattern()),
+        () => c.close(),
+        () => dropDatabase(config.databaseUrl),
+      ]),
+    ),
   };
   dependents.set(t, started);
   after(() => t.close());
