@@ -28,7 +28,7 @@ interface CpuProfile {
 /** A sample belongs to the first centre that matches a frame of its stack (leaf first). */
 const CENTRES: [string, (f: CallFrame) => boolean][] = [
   ['GC', (f) => f.functionName === '(garbage collector)'],
-  ['JWT verification (fast-jwt)', (f) => f.url.includes('/fast-jwt/')],
+  ['JWT verification (src/auth/tokens.ts, fast-jwt)', (f) => f.url.includes('/fast-jwt/') || f.url.endsWith('/src/auth/tokens.ts')],
   ['error reply (Fastify error handler)', (f) => f.url.includes('fastify/lib/error-handler')],
   ['reply: serialisation, headers', (f) => f.url.includes('fastify/lib/reply') && f.functionName === 'Reply.send'],
   ['ioredis: commands, pipelining, replies', (f) => f.url.includes('/ioredis/')],
