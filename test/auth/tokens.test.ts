@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createSigner } from 'fast-jwt';
-import { createTokenService } from '../src/auth/tokens.js';
-import { AppError } from '../src/errors.js';
+import { createTokenService } from '../../src/auth/tokens.js';
+import { AppError } from '../../src/errors.js';
 
 const SECRET = 'test-secret-of-reasonable-length-0123456789';
 const tokens = createTokenService(SECRET);
