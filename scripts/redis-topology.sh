@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Local Redis topologies on private ports, from Debian's redis-server (installed when missing):
-#   scripts/redis-topology.sh sentinel up   [--port P] [--dir D]  master P, replica P+1, sentinels P+2..P+4
-#   scripts/redis-topology.sh cluster  up   [--port P] [--dir D]  3 masters P..P+2, 3 replicas P+3..P+5
-#   scripts/redis-topology.sh sentinel|cluster down|status [--port P] [--dir D]
+#   scripts/redis-topology.sh single   up [--port P] [--dir D] [--aof always|everysec]  one server on P
+#   scripts/redis-topology.sh replica  up [--port P] [--dir D]  master P, replica P+1
+#   scripts/redis-topology.sh sentinel up [--port P] [--dir D]  master P, replica P+1, sentinels P+2..P+4
+#   scripts/redis-topology.sh cluster  up [--port P] [--dir D]  3 masters P..P+2, 3 replicas P+3..P+5
+#   scripts/redis-topology.sh KIND down|status [--port P] [--dir D]
 # Idempotent: `up` on a running topology only reports it. Every process writes its pid to D
 # (default .services/<kind>-<P>), so `down` (or a test) can stop or kill exactly these.
 # Prints the connection settings for the service on stdout, e.g.
@@ -10,19 +12,23 @@
 set -euo pipefail
 
 kind=${1:-}; cmd=${2:-}; shift 2 || true
-port='' dir=''
+port='' dir='' aof=''
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --port) port=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
+    --aof) aof=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+usage() { echo "usage: $0 single|replica|sentinel|cluster up|down|status [--port P] [--dir D] [--aof always|everysec]" >&2; exit 2; }
 case "$kind" in
+  single | replica) port=${port:-16379} ;;
   sentinel) port=${port:-26379} ;;
   cluster) port=${port:-7000} ;;
-  *) echo "usage: $0 sentinel|cluster up|down|status [--port P] [--dir D]" >&2; exit 2 ;;
+  *) usage ;;
 esac
+case "$aof" in '' | always | everysec) ;; *) usage ;; esac
 dir=${dir:-"$(cd "$(dirname "$0")/.." && pwd)/.services/$kind-$port"}
 NAME=seckill
 
@@ -43,12 +49,14 @@ wait_until() {
   log "$what did not come up"; return 1
 }
 
-# A data node: no RDB snapshots, no AOF (tests that want persistence start their own).
+# A data node: no RDB snapshots; an append-only file only with --aof.
 start_node() {
   local p=$1; shift
   answers "$p" && return 0
   mkdir -p "$dir/$p"
-  redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save '' --appendonly no --daemonize yes \
+  local persistence=(--appendonly no)
+  [[ -n $aof ]] && persistence=(--appendonly yes --appendfsync "$aof")
+  redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save '' "${persistence[@]}" --daemonize yes \
     --pidfile "$dir/$p.pid" --logfile "$dir/$p.log" "$@"
   wait_until "redis on $p" answers "$p"
 }
@@ -74,20 +82,25 @@ CONF
 }
 
 settings() {
-  if [[ $kind == sentinel ]]; then
-    echo "REDIS_SENTINELS=127.0.0.1:$((port + 2)),127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4)) REDIS_SENTINEL_NAME=$NAME"
-  else
-    echo "REDIS_CLUSTER_NODES=127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
-  fi
+  case "$kind" in
+    single | replica) echo "REDIS_URL=redis://127.0.0.1:$port" ;;
+    sentinel) echo "REDIS_SENTINELS=127.0.0.1:$((port + 2)),127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4)) REDIS_SENTINEL_NAME=$NAME" ;;
+    cluster) echo "REDIS_CLUSTER_NODES=127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))" ;;
+  esac
 }
+
+replica_synced() { redis-cli -p "$((port + 1))" info replication | grep -q 'master_link_status:up'; }
 
 up() {
   ensure_redis
   mkdir -p "$dir"
-  if [[ $kind == sentinel ]]; then
+  if [[ $kind == single ]]; then
+    start_node "$port"
+  elif [[ $kind == replica || $kind == sentinel ]]; then
     start_node "$port"
     start_node "$((port + 1))" --replicaof 127.0.0.1 "$port"
-    for s in 2 3 4; do start_sentinel "$((port + s))" "$port"; done
+    wait_until 'replica in sync' replica_synced
+    if [[ $kind == sentinel ]]; then for s in 2 3 4; do start_sentinel "$((port + s))" "$port"; done; fi
   else
     for n in 0 1 2 3 4 5; do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
     if ! redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok'; then
@@ -108,8 +121,8 @@ down() {
 }
 
 status() {
-  local last=5
-  [[ $kind == sentinel ]] && last=4
+  local last
+  case "$kind" in single) last=0 ;; replica) last=1 ;; sentinel) last=4 ;; cluster) last=5 ;; esac
   for n in $(seq 0 "$last"); do
     if answers "$((port + n))"; then echo "$((port + n)): up"; else echo "$((port + n)): down"; fi
   done
@@ -119,5 +132,5 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 sentinel|cluster up|down|status [--port P] [--dir D]" >&2; exit 2 ;;
+  *) usage ;;
 esac

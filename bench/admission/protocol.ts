@@ -18,12 +18,29 @@ export type Base = (typeof BASES)[number];
  *               so it takes the full path (token check, validation) to the in-memory answer
  *   cluster     the server in CLUSTER_PROCESSES processes sharing the port (node:cluster), as
  *               `seckill serve` runs with API_PROCESSES=2; the only knob `bare` takes too
+ * and what a 202 guarantees (ADMIT_DURABILITY), each on a Redis of the scenario's own
+ * (scripts/redis-topology.sh), so that the three compare like with like:
+ *   private     ADMIT_DURABILITY=memory on a redis-server without persistence (the reference)
+ *   fsync       ADMIT_DURABILITY=fsync on a redis-server with appendonly yes, appendfsync always
+ *   replica     ADMIT_DURABILITY=replica on a master with one replica (WAIT 1 after each admit call)
  */
-export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'private', 'fsync', 'replica'] as const;
 export type Knob = (typeof KNOBS)[number];
 
 /** Processes of a `+cluster` server: one per core of this 2-core machine. */
 export const CLUSTER_PROCESSES = 2;
+
+/** The Redis topology and ADMIT_DURABILITY of each durability knob. */
+export const DURABILITY_KNOBS = {
+  private: { topology: ['single'], durability: 'memory' },
+  fsync: { topology: ['single', '--aof', 'always'], durability: 'fsync' },
+  replica: { topology: ['replica'], durability: 'replica' },
+} as const satisfies Partial<Record<Knob, { topology: string[]; durability: string }>>;
+
+export type DurabilityKnob = keyof typeof DURABILITY_KNOBS;
+
+export const durabilityKnobOf = (s: Scenario): DurabilityKnob | undefined =>
+  s.knobs.find((k): k is DurabilityKnob => k in DURABILITY_KNOBS);
 
 export interface Scenario {
   /** As given on the command line, e.g. "admission+worker". */

@@ -12,10 +12,15 @@ import autocannon from 'autocannon';
 import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import { machineBusyUs } from '../../src/loadgen/machine.js';
-import { type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
+import { type Command, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
-const TARGET_RATIO = 0.6;
+/** Server CPU per admission over the bare endpoint's server CPU per request, same round (issue 16). */
+const TARGET_CPU_RATIO = 1.8;
 const TARGET_P99_MS = 20;
+/** ADMIT_DURABILITY=fsync against memory on the same kind of private Redis, same round (issue 11). */
+const TARGET_FSYNC_RATIO = 0.7;
+const TARGET_FSYNC_P99_MS = 25;
 /** A sold-out rejection (answered from memory) against the bare endpoint, same round. */
 const TARGET_SOLDOUT_RATIO = 0.8;
 /** Admission with both token buckets on against admission without, same round. */
@@ -200,12 +205,6 @@ function load(port: number, path: string, seconds: number, connections: number, 
 }
 
 
-async function redisCpuUs(redis: Redis): Promise<number> {
-  const info = await redis.info('cpu');
-  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
-}
-
 interface Result {
   scenario: string;
   round: number;
@@ -231,7 +230,15 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
   // Redis prefix and database name: unique per run and scenario, at most 32 of [A-Za-z0-9_].
   const name = `bench_admission_${process.pid}_${round}_${o.scenarios.indexOf(scenario)}`;
   note(`[${scenario.label} #${round}] starting (${name})`);
-  const server = await startServer(scenario, { BENCH_NAME: name, BENCH_JWT_SECRET: secret, BENCH_REDIS_URL: o.redisUrl, BENCH_MYSQL_SERVER: o.mysqlServer });
+  const knob = durabilityKnobOf(scenario);
+  const own: OwnRedis | null = knob ? await startOwnRedis(knob) : null;
+  const redisCpu = () => (own ? own.cpuUs() : redisCpuUs(redis));
+  const server = await startServer(scenario, { BENCH_NAME: name, BENCH_JWT_SECRET: secret, BENCH_REDIS_URL: own?.url ?? o.redisUrl, BENCH_MYSQL_SERVER: o.mysqlServer }).catch(
+    async (err: unknown) => {
+      await own?.stop();
+      throw err;
+    },
+  );
   try {
     const { port, path, stock } = server.ready;
     tokens.rewind();
@@ -241,7 +248,7 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
     const cpu = async () => ({
       at: performance.now(),
       server: (await server.request('state', 'state')).cpuUs,
-      redis: await redisCpuUs(redis),
+      redis: await redisCpu(),
       self: process.cpuUsage(),
       machine: machineBusyUs(),
     });
@@ -277,6 +284,7 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
     };
   } finally {
     await server.stop();
+    await own?.stop();
   }
 }
 
@@ -327,6 +335,14 @@ function medians(results: Result[]) {
   });
 }
 
+/** Median over the rounds where both ran undisturbed of `a`'s server CPU per request over `b`'s. */
+function sameRoundCpuRatio(results: Result[], a: string, b: string): number | null {
+  const ratios = results
+    .filter((r) => r.scenario === a && !r.disturbed)
+    .flatMap((r) => results.filter((o) => o.scenario === b && o.round === r.round && !o.disturbed).map((o) => r.cpuUs.server / o.cpuUs.server));
+  return ratios.length ? median(ratios) : null;
+}
+
 /** Median over the rounds where both ran undisturbed of `a`'s req/s over `b`'s. */
 function sameRoundRatio(results: Result[], a: string, b: string): number | null {
   const ratios: number[] = [];
@@ -364,20 +380,42 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
   const clustered = med.find((m) => m.scenario === 'admission+cluster');
   const soldout = med.find((m) => m.scenario === 'soldout');
   const buckets = sameRoundRatio(results, 'admission+buckets', 'admission');
-  const targets = (m: typeof admission) => ({
-    ratio: m?.ratio ?? null,
-    ratioOk: m?.ratio != null ? m.ratio >= TARGET_RATIO : null,
-    p99Ms: m?.p99 ?? null,
-    p99Ok: m ? m.p99 <= TARGET_P99_MS : null,
-  });
+  const targets = (m: typeof admission, label: string) => {
+    const cpuRatio = sameRoundCpuRatio(results, label, 'bare');
+    return {
+      ratio: m?.ratio ?? null,
+      cpuRatio,
+      cpuRatioOk: cpuRatio !== null ? cpuRatio <= TARGET_CPU_RATIO : null,
+      p99Ms: m?.p99 ?? null,
+      p99Ok: m ? m.p99 <= TARGET_P99_MS : null,
+    };
+  };
+  const fsync = med.find((m) => m.scenario === 'admission+fsync');
+  const privateRedis = med.find((m) => m.scenario === 'admission+private');
+  const replica = med.find((m) => m.scenario === 'admission+replica');
+  const fsyncRatio = sameRoundRatio(results, 'admission+fsync', 'admission+private');
+  const redisCpuRatio = (m: typeof fsync) => (m && privateRedis ? m.cpuUs.redis / privateRedis.cpuUs.redis : null);
   const verdict = {
-    ...targets(admission),
+    ...targets(admission, 'admission'),
     /** The same targets for the API in two processes (API_PROCESSES=2), when measured. */
-    cluster: clustered ? targets(clustered) : null,
+    cluster: clustered ? targets(clustered, 'admission+cluster') : null,
     soldoutRatio: soldout?.ratio ?? null,
     soldoutOk: soldout?.ratio != null ? soldout.ratio >= TARGET_SOLDOUT_RATIO : null,
     bucketsRatio: buckets,
     bucketsOk: buckets !== null ? buckets >= TARGET_BUCKETS_RATIO : null,
+    /** What each ADMIT_DURABILITY costs, against memory on a private Redis of the same kind. */
+    durability: privateRedis
+      ? {
+          fsyncRatio,
+          fsyncRatioOk: fsyncRatio !== null ? fsyncRatio >= TARGET_FSYNC_RATIO : null,
+          fsyncP99Ms: fsync?.p99 ?? null,
+          fsyncP99Ok: fsync ? fsync.p99 <= TARGET_FSYNC_P99_MS : null,
+          fsyncRedisCpuRatio: redisCpuRatio(fsync),
+          replicaRatio: sameRoundRatio(results, 'admission+replica', 'admission+private'),
+          replicaP99Ms: replica?.p99 ?? null,
+          replicaRedisCpuRatio: redisCpuRatio(replica),
+        }
+      : null,
   };
   const met = (ok: boolean | null) => (ok ? 'met' : 'NOT met');
   const lines = [
@@ -395,9 +433,22 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
   for (const [label, t] of [['admission', admission && verdict], ['admission+cluster', verdict.cluster]] as const) {
     if (!t) continue;
     if (results.some((r) => r.scenario === 'bare')) {
-      lines.push(`${label} / bare: ${t.ratio === null ? notMeasured : `${pct(t.ratio)} (target >= ${TARGET_RATIO * 100}%: ${met(t.ratioOk)})`}`);
+      lines.push(`${label} / bare, req/s: ${t.ratio === null ? notMeasured : pct(t.ratio)}`);
+      const cpu = t.cpuRatio === null ? notMeasured : `${f(t.cpuRatio, 2)}x (target <= ${TARGET_CPU_RATIO}x: ${met(t.cpuRatioOk)})`;
+      lines.push(`${label} / bare, server CPU per request: ${cpu}`);
     }
     if (t.p99Ms !== null) lines.push(`${label} p99: ${f(t.p99Ms, 2)} ms (target <= ${TARGET_P99_MS} ms: ${met(t.p99Ok)})`);
+  }
+  const d = verdict.durability;
+  if (d) {
+    if (fsync) {
+      const ratio = d.fsyncRatio === null ? notMeasured : `${pct(d.fsyncRatio)} (target >= ${TARGET_FSYNC_RATIO * 100}%: ${met(d.fsyncRatioOk)})`;
+      lines.push(`admission+fsync / admission+private, req/s: ${ratio}; Redis CPU per admission ${f(d.fsyncRedisCpuRatio, 2)}x`);
+      lines.push(`admission+fsync p99: ${f(d.fsyncP99Ms, 2)} ms (target <= ${TARGET_FSYNC_P99_MS} ms: ${met(d.fsyncP99Ok)})`);
+    }
+    if (replica) {
+      lines.push(`admission+replica / admission+private, req/s: ${d.replicaRatio === null ? notMeasured : pct(d.replicaRatio)}; p99 ${f(d.replicaP99Ms, 2)} ms; Redis CPU per admission (master + replica) ${f(d.replicaRedisCpuRatio, 2)}x`);
+    }
   }
   if (soldout && results.some((r) => r.scenario === 'bare')) {
     const ratio = verdict.soldoutRatio === null ? notMeasured : `${pct(verdict.soldoutRatio)} (target >= ${TARGET_SOLDOUT_RATIO * 100}%: ${met(verdict.soldoutOk)})`;

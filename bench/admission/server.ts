@@ -17,7 +17,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { createRedis, redisReady } from '../../src/infra/redis/client.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
-import { CLUSTER_PROCESSES, type Command, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { CLUSTER_PROCESSES, type Command, DURABILITY_KNOBS, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
 const PROFILE_DIR = fileURLToPath(new URL('./profiles/', import.meta.url));
 /** No run sells this out (the API caps stock at 10,000,000). */
@@ -56,6 +56,7 @@ function benchConfig(scenario: Scenario): Config {
     JWT_SECRET: env.BENCH_JWT_SECRET,
     LOG_LEVEL: 'silent',
     ...(scenario.knobs.includes('buckets') ? GENEROUS_BUCKETS : {}),
+    ADMIT_DURABILITY: DURABILITY_KNOBS[durabilityKnobOf(scenario) ?? 'private'].durability,
   });
 }
 
