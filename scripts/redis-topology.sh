@@ -113,9 +113,15 @@ up() {
 
 down() {
   shopt -s nullglob
+  local pids=()
   for pidfile in "$dir"/*.pid; do
-    kill "$(cat "$pidfile")" 2>/dev/null || true
-    rm -f "$pidfile"
+    pids+=("$(cat "$pidfile")")
+    kill "${pids[-1]}" 2>/dev/null || true
+  done
+  # Gone before the directory is: a server still writing its files would refill it.
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    kill -9 "$pid" 2>/dev/null || true
   done
   rm -rf "$dir"
 }

@@ -2,15 +2,18 @@
 // - memory: the admission is in Redis memory (lost if Redis dies before the pipeline stores it);
 // - fsync: Redis has it in its append-only file, fsynced before it answers (appendfsync always;
 //   Redis fsyncs once per event-loop turn, so the claims of one admit call share one fsync).
-//   Checked at start-up: the service refuses to start on a Redis that does not fsync;
+//   Checked at start-up: the service refuses to start on a Redis that does not fsync (and warns
+//   where CONFIG is disabled). A failover to a server configured otherwise is not noticed;
 // - replica: ADMIT_REPLICAS replicas have it: WAIT after each admit call, on the connection that
 //   made it. When they do not confirm within ADMIT_WAIT_TIMEOUT_MS the claims of that call are
-//   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it.
+//   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it once
+//   the replicas confirm. The admit calls of a process share that connection and wait one after
+//   the other: while a replica is down each call takes the whole timeout.
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { redisReady } from '../infra/redis/client.js';
+import { REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -48,18 +51,23 @@ async function checkFsync(redis: Redis, log: Logger): Promise<void> {
 export async function durableAdmitMany({ config, redis, keys, scripts, log, onClose }: DurabilityDeps): Promise<AdmitMany> {
   if (config.admitDurability === 'fsync') await checkFsync(redis, log);
   if (config.admitDurability !== 'replica') return scripts.admitMany;
+  if (config.admitWaitTimeoutMs >= config.redisCommandTimeoutMs) {
+    throw new Error(`ADMIT_WAIT_TIMEOUT_MS (${config.admitWaitTimeoutMs}) must be below REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs}): WAIT would time out in the client`);
+  }
 
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
   // WAIT written right after an admit call follows it on the wire.
   const conn = redis.duplicate({ enableAutoPipelining: false, connectionName: 'seckill-admissions' });
   conn.on('error', (err: Error) => log.debug({ error: err.message }, 'admissions connection error'));
   onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
-  await redisReady(conn, config.redisCommandTimeoutMs);
+  await redisReady(conn, REDIS_START_TIMEOUT_MS);
   const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;
   const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
   return async (voucherId, claims, limits) => {
     const [results, confirmed] = await Promise.all([admitOn(voucherId, claims, limits), conn.wait(replicas, timeoutMs)]);
-    if (confirmed >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED)) return results;
+    // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
+    // it needs the replicas too (this call's own writes, a token taken at least, come after it).
+    if (confirmed >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;
     throw new AppError(
       'UNAVAILABLE',
       `admission not confirmed by ${replicas} replica(s) within ${timeoutMs} ms; retry with the same Idempotency-Key (it returns the same order if it stands)`,

@@ -9,7 +9,7 @@ import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consisten
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
-import { createRedis, redisReady } from '../infra/redis/client.js';
+import { createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
 import { RedisWatch } from '../infra/redis/redis-watch.js';
 import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
@@ -51,9 +51,6 @@ export interface Core {
   closer: Closer;
   close(): Promise<void>;
 }
-
-/** How long a process waits for Redis at start-up before it gives up (and says why). */
-const REDIS_START_TIMEOUT_MS = 10_000;
 
 export interface CoreOptions {
   /** Run pending migrations first (serve does by default). */

@@ -2,6 +2,7 @@
 // worker process upserts the same scheduler, so there is one schedule however many run), any one
 // worker takes each job, and a Redis mutex makes sure a run that outlasts the interval is never
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { dedicatedConnection } from '../infra/redis/client.js';
@@ -10,6 +11,7 @@ import { Mutex } from 'redis-semaphore';
 import type { Reconciler } from './reconciler.js';
 
 const QUEUE = 'reconcile';
+const CLOSE_TIMEOUT_MS = 5_000;
 
 export interface ReconcileScheduleDeps {
   /** The shared connection; BullMQ's connections are derived from it. */
@@ -24,7 +26,8 @@ export class ReconcileSchedule {
   private constructor(
     private readonly queue: Queue,
     private readonly worker: Worker,
-    private readonly closeConnections: () => Promise<void>,
+    /** BullMQ's and the lock's connections, closed last. */
+    private readonly connections: Redis[],
     /** Registers the job scheduler (idempotent): again after Redis lost it with its data. */
     readonly reschedule: () => Promise<void>,
   ) {}
@@ -65,16 +68,20 @@ export class ReconcileSchedule {
     worker.on('error', (err) => log.warn({ err }, 'reconciliation worker error'));
     queue.on('error', (err) => log.warn({ err }, 'reconciliation queue error'));
 
-    const closeConnections = async () => {
-      await Promise.all([queueConn, workerConn, lockConn].map((c) => c.quit().catch(() => c.disconnect())));
-    };
-    return new ReconcileSchedule(queue, worker, closeConnections, schedule);
+    return new ReconcileSchedule(queue, worker, [queueConn, workerConn, lockConn], schedule);
   }
 
-  /** Lets a running reconciliation finish, then stops taking jobs. Idempotent. */
+  /**
+   * Lets a running reconciliation finish, then stops taking jobs. Idempotent. BullMQ waits for
+   * Redis to close cleanly; while Redis is unreachable that would be forever, so after
+   * CLOSE_TIMEOUT_MS the connections are dropped (a run in progress is retried by the next one).
+   */
   async close(): Promise<void> {
-    await this.worker.close();
-    await this.queue.close();
-    await this.closeConnections();
+    const graceful = (async () => {
+      await this.worker.close();
+      await this.queue.close();
+    })();
+    const timedOut = await Promise.race([graceful.then(() => false), sleep(CLOSE_TIMEOUT_MS, true, { ref: false })]);
+    await Promise.all(this.connections.map((c) => (timedOut ? c.disconnect() : c.quit().catch(() => c.disconnect()))));
   }
 }

@@ -87,6 +87,8 @@ class Lane {
 
   async start(): Promise<void> {
     this.clientId = Number(await this.conn.client('ID'));
+    // A reconnect (Redis restarted, a failover) gives the reader another id.
+    this.conn.on('ready', () => void this.conn.client('ID').then((id) => (this.clientId = Number(id)), () => (this.clientId = null)));
     this.running = this.loop();
   }
 
@@ -95,6 +97,8 @@ class Lane {
     this.closing = true;
     // Break a blocking read at once instead of waiting for its timeout.
     if (this.clientId !== null) await this.deps.redis.client('UNBLOCK', this.clientId).catch(() => {});
+    // Redis unreachable: the read waits in the reader's queue for a reconnect; give it up.
+    if (this.conn.status !== 'ready') this.conn.disconnect();
     await this.running;
     await this.conn.quit().catch(() => this.conn.disconnect());
   }

@@ -10,23 +10,20 @@ import { Redis } from 'ioredis';
 import { run, type Running, start } from './processes.js';
 import { waitFor } from './wait.js';
 
-/** A port nobody listens on now (0: any). */
-async function freePort(wanted = 0): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether nobody listens on `port` now. */
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(wanted, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
-/** The first of `count` consecutive free ports. */
+/** The first of `count` consecutive free ports, below Linux's ephemeral range (32768 and up). */
 async function freePortRange(count: number): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
-    const free = await Promise.all(Array.from({ length: count }, (_, i) => freePort(base + i).then(() => true, () => false)));
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)));
     if (free.every(Boolean)) return base;
   }
   throw new Error(`no ${count} consecutive free ports found`);
@@ -69,7 +66,8 @@ export interface PrivateRedis {
 }
 
 export async function startPrivateRedis({ appendfsync }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
-  const port = await freePort();
+  // Below the ephemeral range, so that no outgoing connection takes it while Redis is down.
+  const port = await freePortRange(1);
   const dir = mkdtempSync(join(tmpdir(), 'seckill-redis-'));
   const persistence = appendfsync ? ['--appendonly', 'yes', '--appendfsync', appendfsync] : ['--appendonly', 'no'];
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, ...persistence];
@@ -115,6 +113,7 @@ export async function startSentinelTopology(): Promise<SentinelTopology> {
   if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
   const settings = Object.fromEntries(up.stdout.trim().split(/\s+/).map((kv) => kv.split('=') as [string, string]));
   const sentinel = new Redis(port + 2, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  sentinel.on('error', () => {}); // it goes away with the topology
   return {
     sentinels: settings.REDIS_SENTINELS!,
     name: settings.REDIS_SENTINEL_NAME!,

@@ -2,7 +2,9 @@
 // at a time, each with an Idempotency-Key of their own; a claim answered 503 or cut off is tried
 // again with the same key (as a careful client does), up to `retries` times. Every answer is kept
 // with the time it arrived, so a test can ask which admissions came after its fault.
+import assert from 'node:assert/strict';
 import { Pool } from 'undici';
+import type { TestApp } from './helpers.js';
 
 export interface ClaimAnswer {
   user: number;
@@ -88,4 +90,26 @@ export function httpClaims(origin: string, voucherId: string, token: (user: numb
     },
     close: () => pool.close(),
   };
+}
+
+/** Claims through app.inject, for faults of Redis or the database rather than of the network. */
+export function injectClaims(t: TestApp, voucherId: string): SendClaim {
+  return async (user, key) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/api/vouchers/${voucherId}/orders`,
+      headers: { authorization: `Bearer ${await t.token(user)}`, 'idempotency-key': key },
+    });
+    return { status: res.statusCode, body: res.body, headers: res.headers };
+  };
+}
+
+/** Every answer of the sale is a 202 or an error in the contract's shape (a 503 with Retry-After). */
+export function assertContractAnswers(sale: Sale): void {
+  for (const a of sale.answers) {
+    if (a.status === 202 || a.status === 0) continue;
+    assert.ok(a.code, `answer ${a.status} without a code`);
+    if (a.status === 503) assert.ok(a.retryAfter, '503 without Retry-After');
+    assert.ok([409, 429, 503].includes(a.status), `unexpected ${a.status} ${a.code}`);
+  }
 }

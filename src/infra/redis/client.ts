@@ -77,6 +77,9 @@ export function dedicatedConnection(shared: Redis, connectionName: string): Redi
   return redis;
 }
 
+/** How long a process waits for Redis at start-up before it gives up (and says why). */
+export const REDIS_START_TIMEOUT_MS = 10_000;
+
 /** Resolves once the connection is ready for commands; rejects with the last error after `timeoutMs`. */
 export async function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return;

@@ -1,5 +1,7 @@
 // Notices when Redis has lost its data while the service runs (a restart without persistence, a
 // failover to an empty replica, a FLUSHALL) and says so, and measures Redis' latency for /readyz.
+// (A failover to a replica that is only behind keeps the epoch: what it missed is drift, which
+// reconciliation finds and repairs.)
 // A token (the data epoch) is written once and kept: every process remembers the one it saw, so
 // each of them notices the loss at its next check, even after another process wrote a new token.
 // What keeps state in Redis registers a hook to rebuild it (consumer groups, the reconcile
@@ -43,6 +45,7 @@ export class RedisWatch {
   private health: RedisHealth = { state: 'ok', latencyMs: null, dataLosses: 0 };
   private timer: NodeJS.Timeout | null = null;
   private checking: Promise<void> | null = null;
+  private recovering = false;
 
   private constructor(private readonly deps: RedisWatchDeps) {}
 
@@ -94,12 +97,22 @@ export class RedisWatch {
     }
     const latencyMs = Math.round((performance.now() - started) * 10) / 10;
     this.health = { ...this.health, state: latencyMs > SLOW_MS ? 'degraded' : 'ok', latencyMs, error: undefined };
-    if (seen === this.epoch) return;
-    await this.recover();
+    if (seen !== this.epoch && !this.recovering) {
+      // Not awaited: a check (and /readyz, which asks for one) never waits for repair work.
+      this.recovering = true;
+      void this.recover().finally(() => (this.recovering = false));
+    }
   }
 
   private async recover(): Promise<void> {
     const { log, onDataLoss } = this.deps;
+    try {
+      // First the new epoch: a loss is counted once, when it is taken note of.
+      this.epoch = await this.claimEpoch();
+    } catch (err) {
+      log.warn({ err }, 'Redis lost its data, and the data epoch could not be written yet; the next check tries again');
+      return;
+    }
     this.health = { ...this.health, dataLostAt: new Date().toISOString(), dataLosses: this.health.dataLosses + 1 };
     onDataLoss?.();
     log.error(
@@ -107,17 +120,11 @@ export class RedisWatch {
       'Redis lost its data (restarted without persistence, failed over to an empty replica, or flushed): orders admitted but not yet stored ' +
         'are gone; consumer groups, leases and schedules are rebuilt now, voucher state from the database at its next claim',
     );
-    try {
-      this.epoch = await this.claimEpoch();
-    } catch (err) {
-      log.warn({ err }, 'could not write the data epoch; the next check tries again');
-      return;
-    }
     for (const hook of this.hooks) {
       try {
         await hook.run();
       } catch (err) {
-        log.error({ err, hook: hook.name }, 'rebuilding after a Redis data loss failed; the next check or the component itself retries');
+        log.error({ err, hook: hook.name }, 'rebuilding after a Redis data loss failed; the component retries by itself (lanes on NOGROUP, the lease at renewal)');
       }
     }
   }
