@@ -85,7 +85,7 @@ mkdir -p "$STATE_DIR"
 case "$cmd" in
   up)
     if redis_up; then log "redis: already answering on $REDIS_HOST:$REDIS_PORT"; else start_redis; fi
-    # Some tests start redis-servers of their own (test/private-redis.ts), even when one answers.
+    # Some tests start redis-servers of their own (test/support/private-redis.ts), even when one answers.
     command -v redis-server >/dev/null 2>&1 || install_packages redis-server
     if mariadb_up; then log "mariadb: already answering on $DB_HOST:$DB_PORT"; else start_mariadb; fi
     ;;
