@@ -2,13 +2,14 @@
 # Local Redis topologies on private ports, from Debian's redis-server (installed when missing):
 #   scripts/redis-topology.sh single   up [--port P] [--dir D] [--aof always|everysec]  one server on P
 #   scripts/redis-topology.sh replica  up [--port P] [--dir D]  master P, replica P+1
-#   scripts/redis-topology.sh sentinel up [--port P] [--dir D]  master P, replica P+1, sentinels P+2..P+4
+#   scripts/redis-topology.sh sentinel up [--port P] [--dir D]  master P, replicas P+1 and P+2, sentinels P+3..P+5
 #   scripts/redis-topology.sh cluster  up [--port P] [--dir D]  3 masters P..P+2, 3 replicas P+3..P+5
 #   scripts/redis-topology.sh KIND down|status [--port P] [--dir D]
 # Idempotent: `up` on a running topology only reports it. Every process writes its pid to D
 # (default .services/<kind>-<P>), so `down` (or a test) can stop or kill exactly these.
 # Prints the connection settings for the service on stdout, e.g.
-#   REDIS_SENTINELS=127.0.0.1:26381,127.0.0.1:26382,127.0.0.1:26383 REDIS_SENTINEL_NAME=seckill
+#   REDIS_SENTINELS=127.0.0.1:26382,127.0.0.1:26383,127.0.0.1:26384 REDIS_SENTINEL_NAME=seckill
+# (Two replicas: after a failover one is left to confirm writes, as ADMIT_DURABILITY=replica needs.)
 set -euo pipefail
 
 kind=${1:-}; cmd=${2:-}; shift 2 || true
@@ -84,12 +85,12 @@ CONF
 settings() {
   case "$kind" in
     single | replica) echo "REDIS_URL=redis://127.0.0.1:$port" ;;
-    sentinel) echo "REDIS_SENTINELS=127.0.0.1:$((port + 2)),127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4)) REDIS_SENTINEL_NAME=$NAME" ;;
+    sentinel) echo "REDIS_SENTINELS=127.0.0.1:$((port + 3)),127.0.0.1:$((port + 4)),127.0.0.1:$((port + 5)) REDIS_SENTINEL_NAME=$NAME" ;;
     cluster) echo "REDIS_CLUSTER_NODES=127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))" ;;
   esac
 }
 
-replica_synced() { redis-cli -p "$((port + 1))" info replication | grep -q 'master_link_status:up'; }
+synced() { redis-cli -p "$1" info replication | grep -q 'master_link_status:up'; }
 
 up() {
   ensure_redis
@@ -97,10 +98,14 @@ up() {
   if [[ $kind == single ]]; then
     start_node "$port"
   elif [[ $kind == replica || $kind == sentinel ]]; then
+    local replicas=1
+    [[ $kind == sentinel ]] && replicas=2
     start_node "$port"
-    start_node "$((port + 1))" --replicaof 127.0.0.1 "$port"
-    wait_until 'replica in sync' replica_synced
-    if [[ $kind == sentinel ]]; then for s in 2 3 4; do start_sentinel "$((port + s))" "$port"; done; fi
+    for r in $(seq 1 "$replicas"); do
+      start_node "$((port + r))" --replicaof 127.0.0.1 "$port"
+      wait_until "replica $((port + r)) in sync" synced "$((port + r))"
+    done
+    if [[ $kind == sentinel ]]; then for s in 3 4 5; do start_sentinel "$((port + s))" "$port"; done; fi
   else
     for n in 0 1 2 3 4 5; do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
     if ! redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok'; then
@@ -128,7 +133,7 @@ down() {
 
 status() {
   local last
-  case "$kind" in single) last=0 ;; replica) last=1 ;; sentinel) last=4 ;; cluster) last=5 ;; esac
+  case "$kind" in single) last=0 ;; replica) last=1 ;; sentinel | cluster) last=5 ;; esac
   for n in $(seq 0 "$last"); do
     if answers "$((port + n))"; then echo "$((port + n)): up"; else echo "$((port + n)): down"; fi
   done

@@ -104,15 +104,15 @@ export interface SentinelTopology {
 
 const TOPOLOGY = 'scripts/redis-topology.sh';
 
-/** One master, one replica, three sentinels (quorum 2, down after 1 s) on five free ports in a row. */
+/** One master, two replicas, three sentinels (quorum 2, down after 1 s) on six free ports in a row. */
 export async function startSentinelTopology(): Promise<SentinelTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-sentinel-'));
-  const port = await freePortRange(5);
+  const port = await freePortRange(6);
   const args = ['sentinel', 'up', '--port', String(port), '--dir', dir];
   const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
   if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
   const settings = Object.fromEntries(up.stdout.trim().split(/\s+/).map((kv) => kv.split('=') as [string, string]));
-  const sentinel = new Redis(port + 2, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  const sentinel = new Redis(port + 3, '127.0.0.1', { maxRetriesPerRequest: 1 });
   sentinel.on('error', () => {}); // it goes away with the topology
   return {
     sentinels: settings.REDIS_SENTINELS!,
