@@ -2,32 +2,38 @@
 // flush), or from its append-only file. The service must carry on by itself, and every admission
 // answered 202 after Redis is back (and, with ADMIT_DURABILITY=fsync, every one) must be stored.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { createVoucher, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
-import { assertContractAnswers, injectClaims, type Sale, startSale } from '../support/sale.js';
+import { type PrivateRedisOptions, startPrivateRedis } from '../support/private-redis.js';
+import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
 import { waitFor } from '../support/wait.js';
 
 const STOCK = 3_000;
 const BUYERS = 4_000;
 
-const admittedCount = (sale: Sale) => sale.answers.filter((a) => a.status === 202).length;
+/**
+ * A sale on a Redis of its own that is killed (SIGKILL) once a third of the units are admitted
+ * and started again at once; resolves when every buyer has their answer.
+ */
+async function saleWithRedisCrash(label: string, persistence: PrivateRedisOptions, env: Record<string, string>) {
+  const redis = await startPrivateRedis(persistence);
+  const t = await startTestApp(label, { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200', ...env });
+  after(() => redis.stop()); // after the app: after hooks run in order
+  await t.c.startWorkers();
+  const v = await createVoucher(t, { stock: STOCK });
+  const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 200, retries: 30 });
+  await waitFor('a third of the units admitted', () => sale.admitted().length >= STOCK / 3, 60_000);
+  await redis.kill();
+  await redis.restart();
+  const back = performance.now();
+  await sale.done;
+  return { t, v, sale, back };
+}
 
 describe('Redis restarted mid-sale', () => {
   it('when Redis comes back empty, then the service notices, rebuilds what it kept there, and stores every admission made after', { timeout: 120_000 }, async (ctx) => {
-    const redis = await startPrivateRedis();
-    const t = await startTestApp('redis-empty', { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200', RECONCILE_INTERVAL_MS: '1000' });
-    ctx.after(() => redis.stop());
-    await t.c.startWorkers();
-    const v = await createVoucher(t, { stock: STOCK });
-    const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 200, retries: 30 });
-    await waitFor('a third of the units admitted', () => admittedCount(sale) >= STOCK / 3, 60_000);
-
-    await redis.kill();
-    await redis.restart(); // no persistence: empty
-    const back = performance.now();
-    await sale.done;
+    const { t, v, sale, back } = await saleWithRedisCrash('redis-empty', {}, { RECONCILE_INTERVAL_MS: '1000' });
 
     // Noticed and said: the metric and /readyz (the error log is the third witness).
     await waitFor('the data loss to be noticed', async () => ((await t.c.metrics.redisDataLosses.get()).values[0]?.value ?? 0) >= 1);
@@ -51,18 +57,7 @@ describe('Redis restarted mid-sale', () => {
   });
 
   it('when Redis comes back from its append-only file with ADMIT_DURABILITY=fsync, then every admission is stored', { timeout: 120_000 }, async (ctx) => {
-    const redis = await startPrivateRedis({ appendfsync: 'always' });
-    const t = await startTestApp('redis-aof', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'fsync', REDIS_CHECK_INTERVAL_MS: '200' });
-    ctx.after(() => redis.stop());
-    await t.c.startWorkers();
-    const v = await createVoucher(t, { stock: STOCK });
-    const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 200, retries: 30 });
-    await waitFor('a third of the units admitted', () => admittedCount(sale) >= STOCK / 3, 60_000);
-
-    await redis.kill();
-    await redis.restart(); // replays its AOF
-    await sale.done;
-
+    const { t, v, sale } = await saleWithRedisCrash('redis-aof', { appendfsync: 'always' }, { ADMIT_DURABILITY: 'fsync' });
     await waitForDrain(t.c, v.id, 60_000);
     const truth = await assertInvariants(t.c, v.id, sale.admitted());
     assertContractAnswers(sale);
