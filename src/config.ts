@@ -140,7 +140,7 @@ export const settings = {
   shards: setting(
     'SHARDS',
     '16',
-    'Number of order streams; a voucher lives on shard id mod SHARDS. Fixed for the life of the data.',
+    'Number of order streams; a voucher lives on the shard a hash of its id picks (id mod SHARDS for vouchers created before 2026-12-01 10:00 UTC). Fixed for the life of the data.',
     int(1, 1024),
   ),
   workerLeaseTtlMs: setting(

@@ -42,12 +42,13 @@ describe('order pipeline', () => {
   it('when an entry is delivered again after it was stored, then it is acknowledged and stored only once', async () => {
     const v = await createVoucher(t, { stock: 10 });
     const admitted = await burst(t, v.id, range(100, 5));
-    await waitForDrain(t.c, v.id);
-    // Re-deliver: the same entries appended again, as a consumer that crashed before XACK would see them.
+    // The entries as admitted, read before the pipeline acknowledges them and trimming may drop them.
     const shard = t.c.keys.shardOf(BigInt(v.id));
     const raw = await t.c.redis.xrange(t.c.keys.orders(shard), '-', '+');
     const copies = raw.filter((r) => admitted.includes((parseEntry(shard, r, 1) as OrderEntry).orderId));
-    assert.ok(copies.length >= 1);
+    assert.equal(copies.length, 5);
+    await waitForDrain(t.c, v.id);
+    // Re-deliver: the same entries appended again, as a consumer that crashed before XACK would see them.
     for (const [, fields] of copies) await t.c.redis.xadd(t.c.keys.orders(shard), '*', ...fields);
     // Wait until the group has read every copy (lag 0) and acknowledged it (nothing pending).
     const settled = async () => {

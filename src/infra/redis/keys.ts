@@ -1,6 +1,29 @@
 // Every Redis key name is built here. All keys of one voucher share the hash tag of its shard,
 // so each script touches one slot and Redis Cluster never answers CROSSSLOT.
 
+/**
+ * Vouchers created from this moment on are placed by a hash of their id; earlier ones keep
+ * `id mod SHARDS`, where their keys and stream entries already are. (The low bits of a Snowflake
+ * id are its sequence, 0 for the first id of a millisecond: by `id mod SHARDS` nearly every voucher
+ * landed on shard 0.)
+ */
+export const HASHED_PLACEMENT_SINCE_MS = Date.UTC(2026, 11, 1, 10, 0);
+/** The first Snowflake id of that moment (test/infra/redis/keys.test.ts checks it). */
+export const HASHED_PLACEMENT_FROM_ID = 386094071808000000n;
+
+/** murmur3's 32-bit finaliser over both halves of the id: every bit of the id moves the result. */
+function mix(id: bigint): number {
+  let h = Number(id & 0xffffffffn) ^ Math.imul(Number(id >> 32n), 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** The shard of a voucher: fixed for its life (see HASHED_PLACEMENT_SINCE_MS). */
+export function shardOfVoucher(voucherId: bigint, shards: number): number {
+  return voucherId < HASHED_PLACEMENT_FROM_ID ? Number(voucherId % BigInt(shards)) : mix(voucherId) % shards;
+}
+
 export interface KeySpace {
   readonly prefix: string;
   readonly shards: number;
@@ -49,7 +72,7 @@ export interface KeySpace {
 
 export function createKeySpace(prefix: string, shards: number): KeySpace {
   const tag = (s: number) => `${prefix}:{s${s}}`;
-  const shardOf = (voucherId: bigint) => Number(voucherId % BigInt(shards));
+  const shardOf = (voucherId: bigint) => shardOfVoucher(voucherId, shards);
   const v = (voucherId: bigint) => `${tag(shardOf(voucherId))}:v:${voucherId}`;
   return {
     prefix,
