@@ -1,0 +1,47 @@
+// The database cut for more than ten seconds while the pipeline is draining a sale (through a TCP
+// proxy of this test's own; the shared MariaDB is never stopped): admissions go on from Redis,
+// the pipeline retries without acknowledging anything, and when the database is back every 202
+// is stored once.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { createVoucher, MYSQL_SERVER, startTestApp } from '../support/helpers.js';
+import { assertInvariants, waitForDrain } from '../support/invariants.js';
+import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
+
+const STOCK = 4_000;
+const CUT_MS = 10_500;
+
+describe('the database cut mid-drain', async () => {
+  const proxy = new TcpProxy('127.0.0.1', Number(new URL(MYSQL_SERVER).port || 3306));
+  const port = await proxy.start();
+  after(() => proxy.restore()); // before the app drops its database through the proxy
+  const t = await startTestApp('dbcut', {}, `mysql://root@127.0.0.1:${port}`);
+  after(() => proxy.stop());
+
+  it('when the database is unreachable for over 10 s, then admissions go on, nothing is acknowledged unstored, and every 202 is stored once', { timeout: 120_000 }, async (ctx) => {
+    await t.c.startWorkers();
+    const v = await createVoucher(t, { stock: STOCK });
+    const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: STOCK + 1_000, concurrency: 100 });
+    await waitFor('the drain under way', async () => {
+      const stored = await t.c.db.selectFrom('orders').select((eb) => eb.fn.countAll().as('n')).where('voucher_id', '=', v.id).executeTakeFirstOrThrow();
+      return Number(stored.n) >= 500;
+    }, 60_000);
+
+    await proxy.cut();
+    const cutAt = performance.now();
+    await new Promise((r) => setTimeout(r, CUT_MS));
+    const admittedDuringCut = sale.admitted(cutAt).length;
+    await proxy.restore();
+    await sale.done;
+
+    await waitForDrain(t.c, v.id, 60_000);
+    const truth = await assertInvariants(t.c, v.id, sale.admitted());
+    assertContractAnswers(sale);
+    ctx.diagnostic(`${sale.admitted().length} admitted, ${admittedDuringCut} while the database was cut, ${truth.orders.length} stored`);
+    assert.ok(admittedDuringCut > 0, 'admission does not need the database');
+    assert.equal(truth.orders.length, sale.admitted().length);
+    assert.equal(truth.dbStock, STOCK - truth.orders.length);
+  });
+});
