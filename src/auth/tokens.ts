@@ -38,7 +38,7 @@ function jsonObject(segment: string): Json | null {
 const invalid = () => new AppError('UNAUTHORIZED', 'invalid token');
 
 /** The token's payload when its signature, header and time claims hold; throws UNAUTHORIZED. */
-export function createHs256Verifier(secret: string): (token: string) => Json {
+function createHs256Verifier(secret: string): (token: string) => Json {
   if (!secret) throw new Error('an HS256 secret must not be empty');
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
   // Every token of this service carries the same header segment: one accepted is not parsed again.

@@ -39,7 +39,7 @@ export interface AuditDeps {
 
 const FIRST = 10;
 /** An admitted order not stored after this long is reported as stuck, on a live system too. */
-export const STUCK_INFLIGHT_MS = 30_000;
+const STUCK_INFLIGHT_MS = 30_000;
 const ACTIVE = new Set(['pending_payment', 'paid']);
 
 function sameCounts(a: Map<string, number>, b: Map<string, number>, label: [string, string]): string[] {

@@ -20,7 +20,7 @@ function mix(id: bigint): number {
 }
 
 /** The shard of a voucher: fixed for its life (see HASHED_PLACEMENT_SINCE_MS). */
-export function shardOfVoucher(voucherId: bigint, shards: number): number {
+function shardOfVoucher(voucherId: bigint, shards: number): number {
   return voucherId < HASHED_PLACEMENT_FROM_ID ? Number(voucherId % BigInt(shards)) : mix(voucherId) % shards;
 }
 
