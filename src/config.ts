@@ -86,6 +86,12 @@ export const settings = {
     (raw) => int(0, 256)(raw) || availableParallelism(),
   ),
   redisUrl: setting('REDIS_URL', 'redis://127.0.0.1:6379', 'Redis server (redis:// or rediss://).', url('redis:', 'rediss:')),
+  redisClusterNodes: setting(
+    'REDIS_CLUSTER_NODES',
+    '',
+    'Seed nodes (comma-separated host:port) of a Redis Cluster; when set, used instead of REDIS_URL\'s host (its password still applies). Empty: no cluster.',
+    hostPortList,
+  ),
   redisSentinels: setting(
     'REDIS_SENTINELS',
     '',

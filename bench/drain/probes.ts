@@ -3,7 +3,7 @@
 // an optional per-query-kind breakdown of the pipeline's batches.
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/infra/redis/client.js';
 import { Kysely, MysqlDialect, sql, type LogEvent } from 'kysely';
 import { createPool } from 'mysql2';
 import type { Db } from '../../src/infra/db/database.js';
@@ -31,7 +31,7 @@ export interface Durability {
   redis: { appendonly: string; appendfsync: string; save: string };
 }
 
-export async function readDurability(db: Db, redis: Redis): Promise<Durability> {
+export async function readDurability(db: Db, redis: RedisClient): Promise<Durability> {
   const { rows } = await sql<Record<string, string | number>>`select @@version as version,
     @@innodb_flush_log_at_trx_commit as trx_commit, @@sync_binlog as sync_binlog, @@log_bin as log_bin,
     @@innodb_doublewrite as doublewrite, @@innodb_flush_method as flush_method,
@@ -75,7 +75,7 @@ export interface Machine {
   loadavg: number[];
 }
 
-export async function readMachine(redis: Redis): Promise<Machine> {
+export async function readMachine(redis: RedisClient): Promise<Machine> {
   const info = await redis.info('server');
   return {
     cpus: os.cpus().length,

@@ -1,6 +1,6 @@
 // The per-user lock of limited claims: a redis-semaphore Mutex that its watchdog renews while the
 // claim runs, so a slow claim keeps it and a dead process lets it go after one lifetime.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import { Mutex } from 'redis-semaphore';
 import { AppError } from '../errors.js';
 
@@ -9,7 +9,7 @@ import { AppError } from '../errors.js';
  * (the seed's tryLock), not queued. `work` receives `lockLost()`: true once the lock may belong to
  * someone else (expired, taken over, or Redis unreachable at a renewal).
  */
-export async function withClaimLock<T>(redis: Redis, key: string, ttlMs: number, work: (lockLost: () => boolean) => Promise<T>): Promise<T> {
+export async function withClaimLock<T>(redis: RedisClient, key: string, ttlMs: number, work: (lockLost: () => boolean) => Promise<T>): Promise<T> {
   let lost = false;
   const markLost = () => {
     lost = true;

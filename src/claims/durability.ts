@@ -9,11 +9,10 @@
 //   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it once
 //   the replicas confirm. The admit calls of a process share that connection and wait one after
 //   the other: while a replica is down each call takes the whole timeout.
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { dedicatedConnection, isCluster, REDIS_START_TIMEOUT_MS, type RedisClient, redisReady } from '../infra/redis/client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -22,7 +21,7 @@ export type AdmitMany = AdmissionScripts['admitMany'];
 
 export interface DurabilityDeps {
   config: Pick<Config, 'admitDurability' | 'admitReplicas' | 'admitWaitTimeoutMs' | 'redisCommandTimeoutMs'>;
-  redis: Redis;
+  redis: RedisClient;
   keys: KeySpace;
   scripts: Pick<AdmissionScripts, 'admitMany'>;
   log: Logger;
@@ -31,7 +30,7 @@ export interface DurabilityDeps {
 }
 
 /** Refuses ADMIT_DURABILITY=fsync on a Redis that would answer before its append-only file is fsynced. */
-async function checkFsync(redis: Redis, log: Logger): Promise<void> {
+async function checkFsync(redis: RedisClient, log: Logger): Promise<void> {
   let settings: Record<string, string>;
   try {
     const flat = [...((await redis.config('GET', 'appendonly')) as string[]), ...((await redis.config('GET', 'appendfsync')) as string[])];
@@ -57,8 +56,10 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
 
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
   // WAIT written right after an admit call follows it on the wire.
-  const conn = redis.duplicate({ enableAutoPipelining: false, connectionName: 'seckill-admissions' });
-  conn.on('error', (err: Error) => log.debug({ error: err.message }, 'admissions connection error'));
+  // WAIT confirms the writes of one server's connection; on a cluster a voucher's admissions go
+  // to the master of its slot, which this client does not pin (yet).
+  if (isCluster(redis)) throw new Error('ADMIT_DURABILITY=replica is not supported on a Redis Cluster yet; use memory or fsync');
+  const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
   onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
   const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;

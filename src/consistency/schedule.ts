@@ -4,7 +4,7 @@
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import { dedicatedConnection } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
@@ -15,7 +15,7 @@ const CLOSE_TIMEOUT_MS = 5_000;
 
 export interface ReconcileScheduleDeps {
   /** The shared connection; BullMQ's connections are derived from it. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   intervalMs: number;
   reconciler: Reconciler;
@@ -27,7 +27,7 @@ export class ReconcileSchedule {
     private readonly queue: Queue,
     private readonly worker: Worker,
     /** BullMQ's and the lock's connections, closed last. */
-    private readonly connections: Redis[],
+    private readonly connections: RedisClient[],
     /** Registers the job scheduler (idempotent): again after Redis lost it with its data. */
     readonly reschedule: () => Promise<void>,
   ) {}

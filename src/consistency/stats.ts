@@ -1,6 +1,6 @@
 // Use case: an operator's view of one voucher in both stores, cheap enough to poll every second:
 // a primary-key read, one grouped count on the (voucher_id, status) index, and one Redis round trip.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
@@ -20,7 +20,7 @@ export interface VoucherStats {
   deadLetters: number;
 }
 
-export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: Redis; keys: KeySpace }) {
+export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisClient; keys: KeySpace }) {
   return async function voucherStats(voucherId: bigint): Promise<VoucherStats> {
     const id = voucherId.toString();
     const [voucher, counts, [redisState, waitlist]] = await Promise.all([

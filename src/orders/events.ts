@@ -8,7 +8,7 @@
 // expires, renewed while it listens), and publishers look at that set at most twice a second. A
 // process that starts listening may miss up to that long of other processes' events.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { dedicatedConnection } from '../infra/redis/client.js';
@@ -43,7 +43,7 @@ export interface OrderEvents {
 }
 
 export interface OrderEventsDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: KeySpace;
   log: Logger;
 }
@@ -53,7 +53,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
   const presence = `${channel}:listening`;
   const self = randomUUID();
   const listeners = new Map<string, Set<OrderEventListener>>();
-  let subscriber: Redis | null = null;
+  let subscriber: RedisClient | null = null;
   let subscribing: Promise<unknown> | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
   let othersListening = true; // until the first look says otherwise

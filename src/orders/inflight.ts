@@ -1,6 +1,6 @@
 // In-flight orders: admitted in Redis, not yet stored in the database. The admit script writes
 // one record per order into its shard's hash; the order pipeline removes it once stored.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { type InflightOrder, parseInflight } from '../infra/redis/records.js';
 
@@ -11,7 +11,7 @@ export interface InflightReader {
   ofVoucher(voucherId: bigint): Promise<InflightOrder[]>;
 }
 
-export function createInflightReader(redis: Redis, keys: KeySpace): InflightReader {
+export function createInflightReader(redis: RedisClient, keys: KeySpace): InflightReader {
   return {
     async find(orderId) {
       const id = orderId.toString();

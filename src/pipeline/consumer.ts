@@ -6,10 +6,10 @@
 // Each process runs `lanes` loops; lane i reads the shards s with s mod lanes = i, with its own
 // blocking connection and one multi-stream XREADGROUP. (On Redis Cluster every shard is its own
 // slot: run lanes = SHARDS there so each read names one stream.)
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { dedicatedConnection } from '../infra/redis/client.js';
+import { dedicatedConnection, isCluster } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
@@ -43,7 +43,7 @@ export interface PipelineEvents {
 
 export interface PipelineDeps {
   /** Shared connection for settling, claiming and trimming; each lane derives its blocking reader from it. */
-  redis: Redis;
+  redis: RedisClient;
   db: Db;
   keys: KeySpace;
   scripts: Scripts;
@@ -57,7 +57,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const allShards = (keys: KeySpace) => Array.from({ length: keys.shards }, (_, s) => s);
 
 /** Creates the group on every shard stream (or on `shards`) where it is missing; idempotent. */
-export async function ensureConsumerGroups(redis: Redis, keys: KeySpace, shards = allShards(keys)): Promise<void> {
+export async function ensureConsumerGroups(redis: RedisClient, keys: KeySpace, shards = allShards(keys)): Promise<void> {
   await Promise.all(
     shards.map((s) =>
       // From 0: entries admitted after Redis lost the group (and its stream) are read too.
@@ -72,8 +72,9 @@ export async function ensureConsumerGroups(redis: Redis, keys: KeySpace, shards 
 const isMissingGroup = (err: unknown) => /NOGROUP/.test((err as Error).message ?? '');
 
 class Lane {
-  private readonly conn: Redis;
+  private readonly conn: RedisClient;
   private clientId: number | null = null;
+  private reading = false;
   private lastMaintenance = 0;
   private running: Promise<void> | null = null;
   private closing = false;
@@ -86,19 +87,24 @@ class Lane {
   }
 
   async start(): Promise<void> {
-    this.clientId = Number(await this.conn.client('ID'));
-    // A reconnect (Redis restarted, a failover) gives the reader another id.
-    this.conn.on('ready', () => void this.conn.client('ID').then((id) => (this.clientId = Number(id)), () => (this.clientId = null)));
+    const conn = this.conn;
+    if (!isCluster(conn)) {
+      this.clientId = Number(await conn.client('ID'));
+      // A reconnect (Redis restarted, a failover) gives the reader another id.
+      conn.on('ready', () => void conn.client('ID').then((id) => (this.clientId = Number(id)), () => (this.clientId = null)));
+    }
     this.running = this.loop();
   }
 
   /** Stops after the batch in hand is stored and acknowledged. */
   async close(): Promise<void> {
     this.closing = true;
-    // Break a blocking read at once instead of waiting for its timeout.
+    // Break a blocking read at once instead of waiting for its timeout. A cluster client has no
+    // one id to unblock, and Redis unreachable leaves the read queued for a reconnect: there the
+    // reader is dropped (a read cut short delivers nothing, or leaves its entries pending for a
+    // live consumer to take over).
     if (this.clientId !== null) await this.deps.redis.client('UNBLOCK', this.clientId).catch(() => {});
-    // Redis unreachable: the read waits in the reader's queue for a reconnect; give it up.
-    if (this.conn.status !== 'ready') this.conn.disconnect();
+    if (this.reading && (this.clientId === null || this.conn.status !== 'ready')) this.conn.disconnect();
     await this.running;
     await this.conn.quit().catch(() => this.conn.disconnect());
   }
@@ -108,12 +114,13 @@ class Lane {
     const streams = this.shards.map((s) => keys.orders(s));
     while (!this.closing) {
       try {
+        this.reading = true;
         const reply = (await this.conn.xreadgroup(
           'GROUP', CONSUMER_GROUP, options.consumer,
           'COUNT', options.batchSize,
           'BLOCK', options.blockMs,
           'STREAMS', ...streams, ...streams.map(() => '>'),
-        )) as [string, RawEntry[]][] | null;
+        ).finally(() => (this.reading = false))) as [string, RawEntry[]][] | null;
         if (reply) {
           const entries = reply.flatMap(([stream, raw]) => {
             const shard = this.shards[streams.indexOf(stream)]!;
@@ -253,7 +260,7 @@ class Lane {
     const { redis, keys, options } = this.deps;
     for (const shard of new Set(entries.map((e) => e.shard))) {
       const ids = entries.filter((e) => e.shard === shard).map((e) => e.streamId);
-      await redis.xclaim(keys.orders(shard), CONSUMER_GROUP, options.consumer, 0, ...ids, 'JUSTID').catch(() => {});
+      await redis.call('XCLAIM', keys.orders(shard), CONSUMER_GROUP, options.consumer, 0, ...ids, 'JUSTID').catch(() => {});
     }
   }
 
@@ -295,7 +302,7 @@ export class OrderPipeline {
 
   static async start(deps: PipelineDeps): Promise<OrderPipeline> {
     await ensureConsumerGroups(deps.redis, deps.keys);
-    const count = Math.min(deps.options.lanes, deps.keys.shards);
+    const count = isCluster(deps.redis) ? deps.keys.shards : Math.min(deps.options.lanes, deps.keys.shards);
     const lanes = Array.from({ length: count }, (_, i) => {
       const shards = allShards(deps.keys).filter((s) => s % count === i);
       return new Lane(deps, shards);

@@ -1,5 +1,5 @@
 // Housekeeping of the shard streams, run by every consumer now and then.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 
 export const CONSUMER_GROUP = 'order-writers';
 const DEAD_CONSUMER_IDLE_MS = 3_600_000;
@@ -14,7 +14,7 @@ function toRecord(flat: unknown[]): Record<string, unknown> {
  * Bounded memory without losing anything: trims only entries below the oldest one that is still
  * pending (delivered, not acknowledged) or not yet delivered. Returns the id trimmed below.
  */
-export async function trimAcknowledged(redis: Redis, stream: string): Promise<string> {
+export async function trimAcknowledged(redis: RedisClient, stream: string): Promise<string> {
   const [count, lowest] = (await redis.xpending(stream, CONSUMER_GROUP)) as [number, string | null, string | null, unknown];
   let minId: string;
   if (count > 0 && lowest) {
@@ -31,7 +31,7 @@ export async function trimAcknowledged(redis: Redis, stream: string): Promise<st
 }
 
 /** Forgets consumers (old process names) that hold nothing and have been idle for an hour. */
-export async function forgetDeadConsumers(redis: Redis, stream: string, self: string): Promise<void> {
+export async function forgetDeadConsumers(redis: RedisClient, stream: string, self: string): Promise<void> {
   const consumers = ((await redis.xinfo('CONSUMERS', stream, CONSUMER_GROUP)) as unknown[][]).map(toRecord);
   for (const c of consumers) {
     if (c.name !== self && Number(c.pending) === 0 && Number(c.idle) > DEAD_CONSUMER_IDLE_MS) {
@@ -44,7 +44,7 @@ export async function forgetDeadConsumers(redis: Redis, stream: string, self: st
  * Entries of a shard stream not acknowledged yet (pending on a consumer, or not delivered), up to
  * `limit`: the admissions that are still on their way to the database.
  */
-export async function unacknowledgedEntries(redis: Redis, stream: string, limit: number): Promise<[id: string, fields: string[]][]> {
+export async function unacknowledgedEntries(redis: RedisClient, stream: string, limit: number): Promise<[id: string, fields: string[]][]> {
   const groups = ((await redis.xinfo('GROUPS', stream).catch(() => [])) as unknown[][]).map(toRecord);
   const lastDelivered = String(groups.find((g) => g.name === CONSUMER_GROUP)?.['last-delivered-id'] ?? '0-0');
   const pending = (await redis.xpending(stream, CONSUMER_GROUP, '-', '+', limit).catch(() => [])) as [string, ...unknown[]][];
@@ -54,7 +54,7 @@ export async function unacknowledgedEntries(redis: Redis, stream: string, limit:
 }
 
 /** Whether the stream exists with the consumer group on it (false after Redis lost its data). */
-export async function hasConsumerGroup(redis: Redis, stream: string): Promise<boolean> {
+export async function hasConsumerGroup(redis: RedisClient, stream: string): Promise<boolean> {
   try {
     const groups = ((await redis.xinfo('GROUPS', stream)) as unknown[][]).map(toRecord);
     return groups.some((g) => g.name === CONSUMER_GROUP);

@@ -3,7 +3,7 @@
 // reconciliation) on one pub/sub channel, and heard by every API process, whose sold-out flag for
 // X then clears at once. Delivery is at most once (pub/sub); the flags' own expiry is the
 // guarantee, this only makes it fast.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -25,12 +25,12 @@ export interface UnitsBack {
   close(): Promise<void>;
 }
 
-export function createUnitsBack({ redis, keys, log }: { redis: Redis; keys: KeySpace; log: Logger }): UnitsBack {
+export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys: KeySpace; log: Logger }): UnitsBack {
   const channel = keys.unitsBack();
   const listeners: UnitsBackListener[] = [];
   const pending = new Set<bigint>();
   let flushing: NodeJS.Immediate | null = null;
-  let subscriber: Redis | null = null;
+  let subscriber: RedisClient | null = null;
   let subscribed = false;
   let closed = false;
 

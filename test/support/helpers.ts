@@ -8,6 +8,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import type { App } from '../../src/http.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
+import { isCluster, type RedisClient } from '../../src/infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 
@@ -37,13 +38,16 @@ export function testConfig(label: string, overrides: Record<string, string> = {}
   return loadConfig(testEnv(label, overrides, mysqlServer));
 }
 
-export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+/** Deletes the keys matching `pattern`, on every master of a cluster (one key per DEL: no CROSSSLOT). */
+export async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
+  for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      await Promise.all(keys.map((key) => node.del(key)));
+    } while (cursor !== '0');
+  }
 }
 
 /**

@@ -19,11 +19,15 @@ function isFree(port: number): Promise<boolean> {
   });
 }
 
-/** The first of `count` consecutive free ports, below Linux's ephemeral range (32768 and up). */
-async function freePortRange(count: number): Promise<number> {
+/**
+ * The first of `count` consecutive free ports, below Linux's ephemeral range (32768 and up); with
+ * `clusterBus`, the ports 10000 above them (a cluster node's bus port) are free too.
+ */
+async function freePortRange(count: number, { clusterBus = false } = {}): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)));
+    const base = 20_000 + Math.floor(Math.random() * (clusterBus ? 2_000 : 12_000));
+    const ports = Array.from({ length: count }, (_, i) => base + i);
+    const free = await Promise.all([...ports, ...(clusterBus ? ports.map((p) => p + 10_000) : [])].map(isFree));
     if (free.every(Boolean)) return base;
   }
   throw new Error(`no ${count} consecutive free ports found`);
@@ -124,6 +128,39 @@ export async function startSentinelTopology(): Promise<SentinelTopology> {
     async stop() {
       sentinel.disconnect();
       await run('bash', [TOPOLOGY, 'sentinel', 'down', '--port', String(port), '--dir', dir], { timeoutMs: 30_000 });
+    },
+  };
+}
+
+export interface ClusterTopology {
+  /** REDIS_CLUSTER_NODES for the service. */
+  nodes: string;
+  /** kill -9 of the master that serves `key`'s slot. */
+  killMasterOf(key: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Three masters and three replicas (node timeout 2 s) on six free ports in a row. */
+export async function startClusterTopology(): Promise<ClusterTopology> {
+  const dir = mkdtempSync(join(tmpdir(), 'seckill-cluster-'));
+  const port = await freePortRange(6, { clusterBus: true });
+  const args = ['cluster', 'up', '--port', String(port), '--dir', dir];
+  const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
+  if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
+  const nodes = up.stdout.trim().split('=')[1]!;
+  const probe = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+  probe.on('error', () => {}); // it may be the node a test kills
+  return {
+    nodes,
+    async killMasterOf(key) {
+      const slot = Number(await probe.call('CLUSTER', 'KEYSLOT', key));
+      const ranges = (await probe.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+      const [, , [, masterPort]] = ranges.find(([from, to]) => slot >= from && slot <= to)!;
+      process.kill(Number(readFileSync(join(dir, `${masterPort}.pid`), 'utf8')), 'SIGKILL');
+    },
+    async stop() {
+      probe.disconnect();
+      await run('bash', [TOPOLOGY, 'cluster', 'down', '--port', String(port), '--dir', dir], { timeoutMs: 30_000 });
     },
   };
 }

@@ -1,13 +1,18 @@
 // Every Redis connection of the service is made here, from the configuration: one server
-// (REDIS_URL) or a Sentinel-managed master (REDIS_SENTINELS). Features receive the shared
-// connection and derive the others from it (dedicatedConnection), so none of them knows which kind of
-// deployment it talks to.
-import { Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
+// (REDIS_URL), a Sentinel-managed master (REDIS_SENTINELS) or a Redis Cluster
+// (REDIS_CLUSTER_NODES). Features receive the shared client and derive the others from it
+// (dedicatedConnection), so none of them knows which kind of deployment it talks to.
+import { Cluster, Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
-export type RedisSettings = Pick<Config, 'redisUrl' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
+export type RedisSettings = Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
+
+/** One server, a Sentinel-managed master, or a cluster: the same commands. */
+export type RedisClient = Redis | Cluster;
+
+export const isCluster = (redis: RedisClient): redis is Cluster => (redis as Cluster).isCluster === true;
 
 /** Where the connections go: a URL, or the sentinels of a master (with the URL's password and db). */
 function targetOptions(s: RedisSettings): IoRedisOptions {
@@ -28,30 +33,38 @@ function targetOptions(s: RedisSettings): IoRedisOptions {
  * request is answered 503 UNAVAILABLE), and one that Redis does not answer (a hung server) fails
  * after REDIS_COMMAND_TIMEOUT_MS. Wait for `ready` (redisReady) before the first command.
  */
-export function createRedis(settings: RedisSettings, log: Logger, connectionName = 'seckill'): Redis {
-  const redis = new Redis({
-    ...targetOptions(settings),
+export function createRedis(settings: RedisSettings, log: Logger, connectionName = 'seckill'): RedisClient {
+  const common = {
     enableAutoPipelining: true,
     // Claims reach the admit script in batches already (claims/admission-batch.ts); pipelining a
     // batch again would hold it for one more turn of the event loop.
     autoPipeliningIgnoredCommands: [...SELF_BATCHED_COMMANDS],
     enableOfflineQueue: false,
-    commandTimeout: settings.redisCommandTimeoutMs,
-    connectionName,
-  });
+  };
+  const perConnection = { commandTimeout: settings.redisCommandTimeoutMs, connectionName };
+  const target = targetOptions(settings);
+  const redis: RedisClient =
+    settings.redisClusterNodes.length > 0
+      ? new Cluster(settings.redisClusterNodes, {
+          ...common,
+          // Learn a failover's new master within a second (ioredis refreshes on MOVED only, else).
+          slotsRefreshInterval: 1_000,
+          redisOptions: { ...perConnection, username: target.username, password: target.password, tls: target.tls },
+        })
+      : new Redis({ ...target, ...common, ...perConnection });
   loggers.set(redis, log);
   logConnectionErrors(redis, log, connectionName);
   return redis;
 }
 
-const loggers = new WeakMap<Redis, Logger>();
+const loggers = new WeakMap<RedisClient, Logger>();
 const ERROR_LOG_EVERY_MS = 5_000;
 
 /**
  * While Redis is unreachable every reconnect attempt fails: one warning per connection every few
  * seconds says so (ioredis would print each one to stderr if nobody listened).
  */
-function logConnectionErrors(redis: Redis, log: Logger, connectionName: string): void {
+function logConnectionErrors(redis: RedisClient, log: Logger, connectionName: string): void {
   let lastLogged = 0;
   let suppressed = 0;
   redis.on('error', (err: Error) => {
@@ -63,12 +76,18 @@ function logConnectionErrors(redis: Redis, log: Logger, connectionName: string):
 }
 
 /**
- * A connection of its own to the same Redis as `shared` (same target, credentials, Sentinel), for
- * blocking reads, subscribers and BullMQ: no deadline, no retry limit (as BullMQ requires), no
- * pipelining.
+ * A connection of its own to the same Redis as `shared` (same target, credentials, Sentinel or
+ * cluster), for blocking reads, subscribers and BullMQ: no deadline, no retry limit (as BullMQ
+ * requires), no pipelining.
  */
-export function dedicatedConnection(shared: Redis, connectionName: string): Redis {
-  const redis = shared.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined, connectionName });
+export function dedicatedConnection(shared: RedisClient, connectionName: string, { deadlines = false } = {}): RedisClient {
+  // Blocking reads, subscribers and BullMQ wait for a reconnect; the admissions' own connection
+  // (deadlines) fails fast like the shared one.
+  const own = deadlines ? { enableAutoPipelining: false } : { enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null };
+  const timeout = deadlines ? {} : { commandTimeout: undefined };
+  const redis = isCluster(shared)
+    ? shared.duplicate(undefined, { ...own, redisOptions: { ...shared.options.redisOptions, ...timeout, connectionName } })
+    : shared.duplicate({ ...own, ...timeout, connectionName });
   const log = loggers.get(shared);
   if (log) {
     loggers.set(redis, log);
@@ -81,7 +100,7 @@ export function dedicatedConnection(shared: Redis, connectionName: string): Redi
 export const REDIS_START_TIMEOUT_MS = 10_000;
 
 /** Resolves once the connection is ready for commands; rejects with the last error after `timeoutMs`. */
-export async function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
+export async function redisReady(redis: RedisClient, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return;
   let lastError: Error | undefined;
   await new Promise<void>((resolve, reject) => {

@@ -8,7 +8,7 @@
 // schedule, the worker-id lease); voucher state is rebuilt from the database by the first claim
 // that misses it.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from './keys.js';
 
@@ -31,7 +31,7 @@ export interface RedisHealth {
 export type DataLossHook = () => Promise<unknown> | unknown;
 
 export interface RedisWatchDeps {
-  redis: Redis;
+  redis: RedisClient;
   keys: KeySpace;
   log: Logger;
   intervalMs: number;

@@ -1,6 +1,6 @@
 // Every script's typed wrapper, grouped by the step that uses it, on one connection. Features take
 // the narrow part they need (e.g. Pick<Scripts, 'settle'>).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
 import { type AdmissionScripts, admissionScripts } from './admission.js';
 import { commandOf, loadScripts } from './loader.js';
@@ -14,7 +14,7 @@ export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts &
 /** Script commands whose callers batch already (client.ts leaves them out of auto-pipelining). */
 export const SELF_BATCHED_COMMANDS = [commandOf('admit')] as const;
 
-export function createScripts(redis: Redis, keys: KeySpace): Scripts {
+export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
   const calls = loadScripts(redis);
   return {
     ...admissionScripts(calls, keys),

@@ -6,7 +6,7 @@
 // answers NOSCRIPT (script cache flushed, failover to a replica that never saw the script).
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../client.js';
 
 const LUA_DIR = fileURLToPath(new URL('../lua/', import.meta.url));
 const INCLUDE = /^--! include (\S+)$/gm;
@@ -46,7 +46,7 @@ function scriptSources(): ScriptSource[] {
 }
 
 /** Registers every script on the connection (once per connection) and returns a call per script name. */
-export function loadScripts(redis: Redis): ScriptCalls {
+export function loadScripts(redis: RedisClient): ScriptCalls {
   const calls: Record<string, ScriptCall> = {};
   for (const { name, numberOfKeys, lua } of scriptSources()) {
     const command = commandOf(name);
