@@ -92,6 +92,12 @@ settings() {
 
 synced() { redis-cli -p "$1" info replication | grep -q 'master_link_status:up'; }
 
+replicas_synced() {
+  local n=0
+  for node in 0 1 2 3 4 5; do synced "$((port + node))" && n=$((n + 1)); done
+  [[ $n -eq 3 ]]
+}
+
 up() {
   ensure_redis
   mkdir -p "$dir"
@@ -112,6 +118,8 @@ up() {
       redis-cli --cluster create $(for n in 0 1 2 3 4 5; do printf '127.0.0.1:%s ' "$((port + n))"; done) --cluster-replicas 1 --cluster-yes >/dev/null
       wait_until 'cluster state ok' bash -c "redis-cli -p $port cluster info | grep -q 'cluster_state:ok'"
     fi
+    # A replica that has not synced yet cannot take over: wait for all three.
+    wait_until 'replicas in sync' replicas_synced
   fi
   settings
 }

@@ -49,7 +49,7 @@ function isInfrastructureError(err: Error & { code?: string }): boolean {
   return (
     (err.code !== undefined && INFRA_ERROR_CODES.has(err.code)) ||
     err.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|LOADING/.test(err.message)
+    /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|None of startup nodes/.test(err.message)
   );
 }
 
