@@ -2,12 +2,13 @@
 // files on the shared server (flush the script cache, restart, kill): one redis-server, or a
 // Sentinel topology (scripts/redis-topology.sh). scripts/services.sh installs redis-server, so the
 // binary is there wherever the suite runs.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { run, type Running, start } from './processes.js';
+import { ROOT, run, type Running, start } from './processes.js';
 import { waitFor } from './wait.js';
 
 /** Whether nobody listens on `port` now. */
@@ -108,14 +109,32 @@ export interface SentinelTopology {
 
 const TOPOLOGY = 'scripts/redis-topology.sh';
 
+/**
+ * Starts a topology and returns how to stop it. It is stopped at the latest when this process
+ * exits, even if the test's after hooks do not get to run (a failed hook, a forced exit).
+ */
+async function topology(kind: 'sentinel' | 'cluster', port: number, dir: string): Promise<{ settings: string; stop(): Promise<void> }> {
+  const args = [kind, 'up', '--port', String(port), '--dir', dir];
+  const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
+  const downArgs = [TOPOLOGY, kind, 'down', '--port', String(port), '--dir', dir];
+  const onExit = () => spawnSync('bash', downArgs, { cwd: ROOT, stdio: 'ignore' });
+  process.once('exit', onExit);
+  if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
+  return {
+    settings: up.stdout.trim(),
+    async stop() {
+      process.off('exit', onExit);
+      await run('bash', downArgs, { timeoutMs: 30_000 });
+    },
+  };
+}
+
 /** One master, two replicas, three sentinels (quorum 2, down after 1 s) on six free ports in a row. */
 export async function startSentinelTopology(): Promise<SentinelTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-sentinel-'));
   const port = await freePortRange(6);
-  const args = ['sentinel', 'up', '--port', String(port), '--dir', dir];
-  const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
-  if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
-  const settings = Object.fromEntries(up.stdout.trim().split(/\s+/).map((kv) => kv.split('=') as [string, string]));
+  const started = await topology('sentinel', port, dir);
+  const settings = Object.fromEntries(started.settings.split(/\s+/).map((kv) => kv.split('=') as [string, string]));
   const sentinel = new Redis(port + 3, '127.0.0.1', { maxRetriesPerRequest: 1 });
   sentinel.on('error', () => {}); // it goes away with the topology
   return {
@@ -127,7 +146,7 @@ export async function startSentinelTopology(): Promise<SentinelTopology> {
     },
     async stop() {
       sentinel.disconnect();
-      await run('bash', [TOPOLOGY, 'sentinel', 'down', '--port', String(port), '--dir', dir], { timeoutMs: 30_000 });
+      await started.stop();
     },
   };
 }
@@ -144,10 +163,8 @@ export interface ClusterTopology {
 export async function startClusterTopology(): Promise<ClusterTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-cluster-'));
   const port = await freePortRange(6, { clusterBus: true });
-  const args = ['cluster', 'up', '--port', String(port), '--dir', dir];
-  const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
-  if (up.code !== 0) throw new Error(`${TOPOLOGY} ${args.join(' ')} failed: ${up.stderr}`);
-  const nodes = up.stdout.trim().split('=')[1]!;
+  const started = await topology('cluster', port, dir);
+  const nodes = started.settings.split('=')[1]!;
   const probe = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
   probe.on('error', () => {}); // it may be the node a test kills
   return {
@@ -160,7 +177,7 @@ export async function startClusterTopology(): Promise<ClusterTopology> {
     },
     async stop() {
       probe.disconnect();
-      await run('bash', [TOPOLOGY, 'cluster', 'down', '--port', String(port), '--dir', dir], { timeoutMs: 30_000 });
+      await started.stop();
     },
   };
 }

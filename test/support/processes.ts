@@ -6,7 +6,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECKILL = ['--import', 'tsx', 'src/main.ts'];
 
 export interface ProcessOptions {
