@@ -3,7 +3,7 @@
 // an optional per-query-kind breakdown of the pipeline's batches.
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
-import type { RedisClient } from '../../src/infra/redis/client.js';
+import type { RedisClient } from '../../src/infra/redis/redis-client.js';
 import { Kysely, MysqlDialect, sql, type LogEvent } from 'kysely';
 import { createPool } from 'mysql2';
 import type { Db } from '../../src/infra/db/database.js';

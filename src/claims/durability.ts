@@ -12,7 +12,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { dedicatedConnection, isCluster, REDIS_START_TIMEOUT_MS, type RedisClient, redisReady } from '../infra/redis/client.js';
+import { dedicatedConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';

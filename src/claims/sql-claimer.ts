@@ -3,7 +3,7 @@
 // claim first takes a per-user lock (renewed by a watchdog while the claim runs), so one user's
 // claims on a voucher run one at a time, and a claim whose lock was lost before the commit takes
 // nothing. The database stays the judge of stock and per-user limit either way.
-import type { RedisClient } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import { sql, type Transaction } from 'kysely';
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';

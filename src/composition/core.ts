@@ -2,7 +2,7 @@
 // the services that only read or repair (vouchers, in-flight orders, releases, reconciliation).
 // It takes no worker-id lease until something needs an id (ids()), so `seckill audit` and
 // `seckill reconcile` run beside live instances without taking one of theirs.
-import type { RedisClient } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';

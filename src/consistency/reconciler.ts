@@ -9,7 +9,7 @@
 // a second observation must show the same drift, and count repairs are a compare-and-set on the
 // voucher's `ver`, so a repair never races the traffic it corrects. Repairs only ever set Redis to
 // what the database implies, so Redis never grants a unit the database cannot fulfil.
-import type { RedisClient } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';

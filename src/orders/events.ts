@@ -8,7 +8,7 @@
 // expires, renewed while it listens), and publishers look at that set at most twice a second. A
 // process that starts listening may miss up to that long of other processes' events.
 import { randomUUID } from 'node:crypto';
-import type { RedisClient } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { dedicatedConnection } from '../infra/redis/client.js';

@@ -6,10 +6,10 @@
 // Each process runs `lanes` loops; lane i reads the shards s with s mod lanes = i, with its own
 // blocking connection and one multi-stream XREADGROUP. (On Redis Cluster every shard is its own
 // slot: run lanes = SHARDS there so each read names one stream.)
-import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { dedicatedConnection, isCluster } from '../infra/redis/client.js';
+import { dedicatedConnection } from '../infra/redis/client.js';
+import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';

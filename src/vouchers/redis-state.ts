@@ -6,7 +6,7 @@
 // reconciliation repairs) and never zero times (which would oversell). No admission can happen
 // while the voucher hash is absent, and the hash is created last, only if still absent.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RedisClient } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';

@@ -5,14 +5,11 @@
 import { Cluster, Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
+import { isCluster, type RedisClient } from './redis-client.js';
 import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
 export type RedisSettings = Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
 
-/** One server, a Sentinel-managed master, or a cluster: the same commands. */
-export type RedisClient = Redis | Cluster;
-
-export const isCluster = (redis: RedisClient): redis is Cluster => (redis as Cluster).isCluster === true;
 
 /** Where the connections go: a URL, or the sentinels of a master (with the URL's password and db). */
 function targetOptions(s: RedisSettings): IoRedisOptions {
