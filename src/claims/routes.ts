@@ -23,7 +23,7 @@ export interface ClaimRouteDeps {
   directory: VoucherDirectory;
   /** Vouchers created with claimToken: true take claims only with a valid Claim-Token header. */
   claimTokens: Pick<ClaimTokens, 'check'>;
-  /** First hook of the claim route: answers what needs no identity (protection/sold-out-gate.ts). */
+  /** First hook of the claim route: answers what needs no identity (sold-out-gate.ts). */
   soldOutGate: onRequestHookHandler;
   /** The claimer of each kind (claimers.ts). */
   claimers: Record<VoucherKind, Claimer>;

@@ -4,8 +4,8 @@
 // The answer is the same for every caller and public anyway (GET /api/vouchers/:id shows
 // available: 0), and in a sale most requests arrive after the stock is gone; checking their
 // tokens first would cost more than everything else in the answer. A request without a bearer
-// token still hears 401. Every other claim takes the full path (claim.ts consults the flag again,
-// with the caller known).
+// token still hears 401. Every other claim takes the full path (seckill-claimer.ts consults the
+// flag again, with the caller known).
 import type { onRequestHookHandler } from 'fastify';
 import { soldOutError } from './errors.js';
 import { parseId } from '../id-text.js';

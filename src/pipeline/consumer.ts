@@ -4,8 +4,8 @@
 // they have been idle long enough.
 //
 // Each process runs `lanes` loops; lane i reads the shards s with s mod lanes = i, with its own
-// blocking connection and one multi-stream XREADGROUP. (On Redis Cluster every shard is its own
-// slot: run lanes = SHARDS there so each read names one stream.)
+// blocking connection and one multi-stream XREADGROUP. On a Redis Cluster every shard is its own
+// slot and a read may name one stream only: there each shard gets a lane of its own.
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { dedicatedConnection } from '../infra/redis/client.js';

@@ -10,7 +10,6 @@ import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
 
 export type RedisSettings = Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
 
-
 /** Where the connections go: a URL, or the sentinels of a master (with the URL's password and db). */
 function targetOptions(s: RedisSettings): IoRedisOptions {
   const url = new URL(s.redisUrl);

@@ -34,7 +34,7 @@ export interface KeySpace {
   buyers(voucherId: bigint): string;
   /** Hash: `${userId}:${idempotencyKey}` -> `${orderId}:${quantity}`. */
   idempotency(voucherId: bigint): string;
-  /** Hash per shard: orderId -> in-flight record (see inflight.ts). */
+  /** Hash per shard: orderId -> in-flight record (see records.ts). */
   inflight(shard: number): string;
   /** Stream per shard: admitted orders waiting to be stored. */
   orders(shard: number): string;
