@@ -57,7 +57,10 @@ start_node() {
   mkdir -p "$dir/$p"
   local persistence=(--appendonly no)
   [[ -n $aof ]] && persistence=(--appendonly yes --appendfsync "$aof")
+  # A replica (first sync, or re-sync after a failover) is served at once, not after the 5 s by
+  # which a master waits for more replicas to share a diskless sync.
   redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save '' "${persistence[@]}" --daemonize yes \
+    --repl-diskless-sync-delay 0 \
     --pidfile "$dir/$p.pid" --logfile "$dir/$p.log" "$@"
   wait_until "redis on $p" answers "$p"
 }
@@ -92,6 +95,14 @@ settings() {
 
 synced() { redis-cli -p "$1" info replication | grep -q 'master_link_status:up'; }
 
+# A sentinel can fail the master over only once it knows the replicas (from the master's INFO)
+# and enough other sentinels for the quorum (from their hello messages, every 2 s).
+sentinel_ready() {
+  local seen
+  seen=$(redis-cli -p "$1" sentinel master "$NAME" 2>/dev/null | paste - - | awk '$1 == "num-slaves" || $1 == "num-other-sentinels" { print $2 }' | paste -sd' ')
+  [[ $seen == '2 2' ]]
+}
+
 replicas_synced() {
   local n=0
   for node in 0 1 2 3 4 5; do synced "$((port + node))" && n=$((n + 1)); done
@@ -111,7 +122,10 @@ up() {
       start_node "$((port + r))" --replicaof 127.0.0.1 "$port"
       wait_until "replica $((port + r)) in sync" synced "$((port + r))"
     done
-    if [[ $kind == sentinel ]]; then for s in 3 4 5; do start_sentinel "$((port + s))" "$port"; done; fi
+    if [[ $kind == sentinel ]]; then
+      for s in 3 4 5; do start_sentinel "$((port + s))" "$port"; done
+      for s in 3 4 5; do wait_until "sentinel $((port + s)) to see 2 replicas and 2 sentinels" sentinel_ready "$((port + s))"; done
+    fi
   else
     for n in 0 1 2 3 4 5; do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
     if ! redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok'; then

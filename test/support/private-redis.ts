@@ -104,6 +104,8 @@ export interface SentinelTopology {
   name: string;
   /** kill -9 of the current master. */
   killMaster(): Promise<void>;
+  /** Each node's role and each sentinel's view, one line each: for a test's failure message. */
+  describe(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -143,6 +145,20 @@ export async function startSentinelTopology(): Promise<SentinelTopology> {
     async killMaster() {
       const [, masterPort] = (await sentinel.call('SENTINEL', 'get-master-addr-by-name', settings.REDIS_SENTINEL_NAME!)) as [string, string];
       process.kill(Number(readFileSync(join(dir, `${masterPort}.pid`), 'utf8')), 'SIGKILL');
+    },
+    async describe() {
+      const keep = /^(role|master_port|master_link_status|connected_slaves|port|flags|num-slaves|num-other-sentinels|failover-state)$/;
+      const lines = [];
+      for (let p = port; p < port + 6; p++) {
+        const isSentinel = p >= port + 3;
+        const cli = await run('redis-cli', ['-p', String(p), ...(isSentinel ? ['sentinel', 'master', settings.REDIS_SENTINEL_NAME!] : ['info', 'replication'])], { timeoutMs: 5_000 });
+        const raw = cli.stdout.replace(/\r/g, '').split('\n').filter(Boolean);
+        // INFO answers key:value lines, SENTINEL MASTER a key line then a value line.
+        const pairs = isSentinel ? raw.flatMap((k, i) => (i % 2 === 0 ? [[k, raw[i + 1]]] : [])) : raw.map((l) => l.split(':'));
+        const shown = pairs.filter(([k]) => keep.test(k!)).map(([k, v]) => `${k}=${v}`);
+        lines.push(`${isSentinel ? 'sentinel' : 'redis'} ${p}: ${cli.code === 0 && shown.length ? shown.join(' ') : 'down'}`);
+      }
+      return lines.join('\n');
     },
     async stop() {
       sentinel.disconnect();

@@ -31,6 +31,8 @@ export interface SaleOptions {
   retries?: number;
   /** Pause before a retry. */
   retryPauseMs?: number;
+  /** No retry starts later than this many ms after the sale began: a fault that outlasts it ends the sale, not the test's time. */
+  retryForMs?: number;
 }
 
 export interface Sale {
@@ -43,8 +45,9 @@ export interface Sale {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function startSale({ send, firstUser, buyers, concurrency, retries = 0, retryPauseMs = 100 }: SaleOptions): Sale {
+export function startSale({ send, firstUser, buyers, concurrency, retries = 0, retryPauseMs = 100, retryForMs = Infinity }: SaleOptions): Sale {
   const answers: ClaimAnswer[] = [];
+  const retryUntil = performance.now() + retryForMs;
   let next = 0;
   const one = async (user: number) => {
     const key = `sale-${user}`;
@@ -60,7 +63,7 @@ export function startSale({ send, firstUser, buyers, concurrency, retries = 0, r
       }
       answers.push(answer);
       const retryable = answer.status === 0 || answer.status === 503;
-      if (!retryable || attempt >= retries) return;
+      if (!retryable || attempt >= retries || performance.now() > retryUntil) return;
       await sleep(retryPauseMs);
     }
   };

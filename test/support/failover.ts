@@ -1,0 +1,54 @@
+// A sale through a Sentinel failover: the master dies (kill -9) once a quarter of the units are
+// sold, buyers retry through it, and the service follows the promoted replica by itself. Shared by
+// the two durability policies' test files (separate files: each gets its own time budget, and they
+// run side by side).
+import type { TestContext } from 'node:test';
+import { createVoucher, startTestApp, type TestApp } from './helpers.js';
+import { waitForDrain } from './invariants.js';
+import { startSentinelTopology } from './private-redis.js';
+import { assertContractAnswers, injectClaims, type Sale, startSale } from './sale.js';
+import { waitFor } from './wait.js';
+
+const STOCK = 2_000;
+const BUYERS = 3_000;
+
+export async function failoverSale(label: string, durability: 'replica' | 'memory', ctx: TestContext): Promise<{ t: TestApp; v: Record<string, any>; sale: Sale }> {
+  const topology = await startSentinelTopology();
+  const t = await startTestApp(label, {
+    REDIS_SENTINELS: topology.sentinels,
+    REDIS_SENTINEL_NAME: topology.name,
+    ADMIT_DURABILITY: durability,
+    ADMIT_WAIT_TIMEOUT_MS: '200',
+    // Settlements the replica missed leave entries pending on the new master: taken over soon.
+    CLAIM_IDLE_MS: '2000',
+    RECONCILE_INTERVAL_MS: '1000',
+    // A buyer retries through the whole failover; the per-buyer bucket would answer them 429.
+    BUCKET_USER_RATE: '0',
+  });
+  ctx.after(() => topology.stop()); // after hooks run in order: the app closes first
+  // A failure says what the topology looked like, not only which wait ran out.
+  const explained = async <T>(step: Promise<T>): Promise<T> => {
+    try {
+      return await step;
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await topology.describe()}`);
+    }
+  };
+  await t.c.startWorkers();
+  const v = await createVoucher(t, { stock: STOCK });
+  // Buyers retry for as long as a failover takes (down-after 1 s, then the election), within bounds.
+  const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 40_000 });
+  await explained(waitFor('a quarter of the units admitted', () => sale.answers.filter((a) => a.status === 202).length >= STOCK / 4, 20_000));
+  await topology.killMaster();
+  const killedAt = performance.now();
+  await sale.done;
+  ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
+  if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await topology.describe()}`);
+  assertContractAnswers(sale);
+  await explained(waitFor('the service to write to the promoted replica', async () => (await t.c.redis.role())[0] === 'master', 15_000));
+  await explained(waitForDrain(t.c, v.id, 30_000));
+  // Whatever the new master missed (a settlement, an admission under memory) is drift that
+  // reconciliation repairs toward the database.
+  await explained(waitFor('both stores to agree', async () => (await t.c.audit(BigInt(v.id), { drained: true }))?.ok, 20_000, 200));
+  return { t, v, sale };
+}
