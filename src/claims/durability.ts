@@ -65,8 +65,8 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
   const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;
   const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
-  return async (voucherId, claims, limits) => {
-    const [results, confirmed] = await Promise.all([admitOn(voucherId, claims, limits), conn.wait(replicas, timeoutMs)]);
+  return async (voucherId, claims, options) => {
+    const [results, confirmed] = await Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
     // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
     // it needs the replicas too (this call's own writes, a token taken at least, come after it).
     if (confirmed >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;

@@ -4,24 +4,43 @@
 // order pipeline). Database load is bounded by winners, not by requests; once nothing is left,
 // Redis load is not bounded by requests either (sold-out answers come from memory, see
 // sold-out-cache.ts).
+//
+// A voucher of several segments (vouchers/segments.ts) is claimed in the buyer's home segment. When
+// that one is short, it borrows units from the others before the buyer hears SOLD_OUT (or joins
+// the waitlist), so the last unit sells whichever segment holds it.
 import type { IdGenerator } from '../ids/worker-lease.js';
-import { AdmitCode } from '../infra/redis/scripts/admission.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import { AdmitCode, type AdmitResult } from '../infra/redis/scripts/admission.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
-import type { AdmitOne } from './admission-batch.js';
-import type { Claimer } from './claim.js';
+import type { SegmentMoves } from '../vouchers/segment-moves.js';
+import { homeShard } from '../vouchers/segments.js';
+import type { AdmitOne, AdmitOneOptions } from './admission-batch.js';
+import type { Claim, Claimer } from './claim.js';
 import { ADMIT_OUTCOME, admitErrorOf, soldOutError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
+/** Borrow rounds before a short segment's buyer hears SOLD_OUT: others may take borrowed units first. */
+const BORROW_ROUNDS = 3;
+
 export interface ClaimSeckillDeps {
   ids: IdGenerator;
-  /** The admit script, with the rate limits, batched per voucher (admission-batch.ts). */
+  /** The admit script, with the rate limits, batched per voucher segment (admission-batch.ts). */
   admit: AdmitOne;
   redisState: VoucherRedisState;
   soldOut: SoldOutCache;
+  keys: KeySpace;
+  moves: SegmentMoves;
   onOutcome?: (outcome: string) => void;
 }
 
-export function claimSeckillUseCase({ ids, admit, redisState, soldOut, onOutcome }: ClaimSeckillDeps): Claimer {
+export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, moves, onOutcome }: ClaimSeckillDeps): Claimer {
+  async function admitWarm(claim: Claim, input: Parameters<AdmitOne>[1], options: AdmitOneOptions): Promise<AdmitResult> {
+    const result = await admit(claim.voucher.id, input, options);
+    if (result.code !== AdmitCode.MISSING) return result;
+    await redisState.rewarm(claim.voucher);
+    return admit(claim.voucher.id, input, options);
+  }
+
   return async function claimSeckill(claim) {
     const cached = soldOut.answer(claim.voucher, claim.userId, claim.idempotencyKey !== undefined);
     if (cached) {
@@ -30,12 +49,24 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, onOutcome
     }
     const input = { userId: claim.userId, orderId: ids.next(), quantity: claim.quantity, idempotencyKey: claim.idempotencyKey };
     const askedAt = soldOut.stamp();
-    let result = await admit(claim.voucher.id, input);
-    if (result.code === AdmitCode.MISSING) {
-      await redisState.rewarm(claim.voucher);
-      result = await admit(claim.voucher.id, input);
+    let result: AdmitResult;
+    let everywhereShort = true;
+    if (!claim.voucher.segmentShards) {
+      result = await admitWarm(claim, input, {});
+    } else {
+      const shard = homeShard(claim.voucher, claim.userId, keys);
+      const segments = claim.voucher.segmentShards.length;
+      // Flagged: every segment was seen empty lately, so there is nothing to borrow.
+      result = await admitWarm(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
+      for (let round = 0; result.code === AdmitCode.SHORT; round++) {
+        const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
+        everywhereShort = borrowed === 0;
+        const last = borrowed === 0 || round + 1 >= BORROW_ROUNDS;
+        result = await admitWarm(claim, input, { shard, enrol: last, tokens: false });
+      }
     }
-    if (result.closedAtVersion !== undefined) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);
+    // A segment's `closed` speaks for the voucher only when no other segment had a unit either.
+    if (result.closedAtVersion !== undefined && everywhereShort) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);
     onOutcome?.(ADMIT_OUTCOME[result.code]);
     const rejected = admitErrorOf(result, claim.voucher);
     if (rejected) throw rejected;

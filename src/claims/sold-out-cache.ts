@@ -34,6 +34,8 @@ export interface SoldOutCache {
    * the voucher is flagged and has neither a waitlist nor claim tokens.
    */
   soldOutForAnyone(voucherId: bigint): boolean;
+  /** True while the voucher is flagged: Redis said no unit is left for anyone (in any segment). */
+  flagged(voucherId: bigint): boolean;
   /** Taken just before asking Redis, for `remember`. */
   stamp(): number;
   /** Redis, asked at `askedAt`, answered SOLD_OUT for everyone, its users at `version` (AdmitResult.closedAtVersion). */
@@ -125,6 +127,11 @@ export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCa
       return flag !== undefined && flag.anyone && flag.until > performance.now();
     },
 
+    flagged(voucherId) {
+      const flag = flags.get(voucherId);
+      return flag !== undefined && flag.until > performance.now();
+    },
+
     stamp: () => performance.now(),
 
     remember(voucher, askedAt, version) {
@@ -136,6 +143,9 @@ export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCa
       flag.until = Math.max(flag.until, askedAt + ttlMs);
       flag.anyone = !voucher.waitlist && !voucher.claimToken;
       if (flag.snapshot && flag.snapshot.version !== version) flag.snapshot = null;
+      // A segmented voucher keeps its users' records in their home segments: no one snapshot
+      // holds them all, so the claims that need one go to Redis (their home segment only).
+      if (voucher.segmentShards) flag.snapshot = { version, keyed: null, waiting: null };
       // At most one snapshot read per voucher and flag lifetime, whatever the traffic: each read
       // costs Redis time in proportion to the lists.
       if (!flag.snapshot && !flag.loading && performance.now() - flag.loadedAt >= ttlMs) void load(voucher.id, flag);

@@ -23,6 +23,7 @@ import { httpLimits } from '../protection/http-limits.js';
 import { trafficGuards } from '../protection/traffic-guards.js';
 import { readinessCheck } from '../readiness.js';
 import { createVoucherUseCase } from '../vouchers/create-voucher.js';
+import { segmentPlacer } from '../vouchers/segments.js';
 import { waitlistPositionUseCase } from '../waitlist/position.js';
 import type { Core } from './core.js';
 
@@ -33,7 +34,7 @@ export interface Api {
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
-  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, releases, reconciler } = core;
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
   const tokens = createTokenService(config.jwtSecret);
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
@@ -54,14 +55,14 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       directory,
       redisState,
       vouchers,
-      createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory }),
+      createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments: segmentPlacer(redis, keys), shards: keys.shards }),
     },
     claims: {
       directory,
       claimTokens,
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
       claimers: claimersByKind({
-        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, onOutcome: metrics.countClaim }),
+        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, onOutcome: metrics.countClaim }),
         inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
       }),
     },

@@ -22,6 +22,7 @@ import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../protect
 import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/directory.js';
 import { createVoucherRedisState, type VoucherRedisState } from '../vouchers/redis-state.js';
 import { createVoucherRepository, type VoucherRepository } from '../vouchers/repository.js';
+import { createSegmentMoves, type SegmentMoves } from '../vouchers/segment-moves.js';
 import { Closer } from './closer.js';
 
 export interface Core {
@@ -41,6 +42,8 @@ export interface Core {
   vouchers: VoucherRepository;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
+  /** Units moving between the segments of a voucher (borrowing, waitlist hand-off, recovery). */
+  moves: SegmentMoves;
   relay: ReleaseRelay;
   releases: Releases;
   reconciler: Reconciler;
@@ -96,15 +99,16 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const inflight = createInflightReader(redis, keys);
     const directory = createVoucherDirectory(vouchers);
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
-    const relay = createReleaseRelay({ db, scripts, ids, directory, redisState, events });
+    const moves = createSegmentMoves({ redis, keys, scripts, ids });
+    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events });
     const releases = createReleases({ db, relay, events, log });
     const reconciler = createReconciler({
-      db, redis, keys, scripts, directory, redisState, relay, releases, log,
+      db, redis, keys, scripts, directory, redisState, moves, relay, releases, log,
       onRepair: (kind) => metrics.repairs.inc({ kind }),
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, inflight, vouchers, directory, redisState, relay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, inflight, vouchers, directory, redisState, moves, relay, releases, reconciler,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

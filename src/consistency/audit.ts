@@ -9,6 +9,8 @@ import { countDrift, observeVoucher } from './observe.js';
 import type { ReconcileScripts } from '../infra/redis/scripts/reconcile.js';
 import type { InflightReader } from '../orders/inflight.js';
 import { VOUCHER_KINDS } from '../vouchers/kinds.js';
+import { segmentShards } from '../vouchers/segments.js';
+import { voucherFromRow } from '../vouchers/voucher.js';
 
 export interface Check {
   id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5';
@@ -58,8 +60,8 @@ export interface AuditOptions {
 }
 
 /** I4 on the live system: Redis against what the database implies. */
-async function redisConverges(deps: AuditDeps, voucherId: bigint): Promise<string[]> {
-  const observed = await observeVoucher(deps, voucherId);
+async function redisConverges(deps: AuditDeps, voucherId: bigint, shards: number[]): Promise<string[]> {
+  const observed = await observeVoucher(deps, voucherId, shards);
   if (observed.kind === 'missing') return ['voucher state missing from Redis'];
   if (observed.kind === 'busy') return ['not verified: the database kept changing while Redis was read (run again)'];
   if (observed.kind === 'not_found') return [];
@@ -88,9 +90,10 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
       (r) => [r.user_id, r.quantity],
     ),
   );
-  const stock = await redis.hget(keys.voucher(voucherId), 'stock');
-  const pending = await inflight.ofVoucher(voucherId);
-  const redisStock = stock === null ? null : Number(stock);
+  const shards = segmentShards(voucherFromRow(voucher), keys);
+  const stocks = await Promise.all(shards.map((s) => redis.hget(keys.voucher(voucherId, s), 'stock')));
+  const pending = await inflight.ofVoucher(voucherId, shards);
+  const redisStock = stocks.includes(null) ? null : stocks.reduce((n, s) => n + Number(s), 0);
 
   const active = orders.filter((o) => ACTIVE.has(o.status));
   const sold = active.reduce((n, o) => n + o.quantity, 0);
@@ -121,7 +124,7 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
     const releases = await db.selectFrom('release_outbox').select('order_id').where('voucher_id', '=', id).execute();
     if (releases.length) i4.push(`${releases.length} release(s) not given back to Redis yet`);
   }
-  if (VOUCHER_KINDS[voucher.kind].redisGated) i4.push(...(await redisConverges(deps, voucherId)));
+  if (VOUCHER_KINDS[voucher.kind].redisGated) i4.push(...(await redisConverges(deps, voucherId, shards)));
 
   const i5: string[] = [];
   if (stored.size !== orders.length) i5.push(`${orders.length - stored.size} duplicated order id(s)`);

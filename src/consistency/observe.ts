@@ -8,10 +8,18 @@
 // describe the same moment, and the comparison is exact, with no tolerance for "work in flight".
 // (Orders stored but not yet settled are in the snapshot and still in flight in Redis; releases
 // not yet given back are outbox rows without a mark in Redis; both are accounted for.)
+//
+// A voucher of several segments is read one segment at a time (each atomically; on a cluster they
+// are on different masters), then each segment's moves counter again: admissions and settlements
+// stay inside one segment, so only a move between two reads could make the sum wrong, and any
+// move step bumps the counter of the segment it touched. Units lent and not yet received count
+// once, with the lender.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../infra/db/database.js';
 import { compensationOf, settlementOfRow } from '../pipeline/settlement.js';
 import type { InflightOrder } from '../infra/redis/records.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
 import type { ReconcileScripts, RedisState } from '../infra/redis/scripts/reconcile.js';
 
 const ATTEMPTS = 20;
@@ -27,7 +35,10 @@ export interface Expected {
 export interface Observation {
   voucherId: bigint;
   dbStock: number;
+  /** Every segment's state summed (stock with the units lent and not received yet). */
   redis: RedisState;
+  /** Each segment's own state, by shard. */
+  segments: { shard: number; state: RedisState }[];
   /** In-flight orders the database already has (committed; their settlement is pending). */
   stored: Map<string, { status: string; failureReason: string | null }>;
   /** What Redis should hold now. */
@@ -44,7 +55,34 @@ export type Observed =
 
 export interface ObserveDeps {
   db: Db;
+  redis: RedisClient;
+  keys: KeySpace;
   scripts: Pick<ReconcileScripts, 'inspect'>;
+}
+
+/** The segments of one voucher as one state: sums and unions, lent units counted once. */
+export function combineSegments(segments: { shard: number; state: RedisState }[]): RedisState {
+  if (segments.length === 1) return segments[0]!.state;
+  const received = new Map(segments.map(({ shard, state }) => [shard, state.received]));
+  const buyers = new Map<string, number>();
+  let stock = 0;
+  let inflightCounter = 0;
+  for (const { state } of segments) {
+    stock += state.stock + state.lent.filter((m) => !received.get(m.toShard)?.has(m.moveId)).reduce((n, m) => n + m.units, 0);
+    inflightCounter += state.inflightCounter;
+    for (const [user, units] of state.buyers) buyers.set(user, (buyers.get(user) ?? 0) + units);
+  }
+  return {
+    gen: segments.map(({ state }) => state.gen).join(','),
+    stock,
+    inflightCounter,
+    buyers,
+    released: new Set(segments.flatMap(({ state }) => [...state.released])),
+    inflight: segments.flatMap(({ state }) => state.inflight),
+    lent: segments.flatMap(({ state }) => state.lent),
+    received: new Set(segments.flatMap(({ state }) => [...state.received])),
+    moves: segments.reduce((n, { state }) => n + state.moves, 0),
+  };
 }
 
 interface DbSide {
@@ -83,7 +121,7 @@ function expectedState(d: DbSide, redis: RedisState): Expected {
 
 type Attempt = { kind: 'done'; result: Observed } | { kind: 'moved' };
 
-async function attempt({ db, scripts }: ObserveDeps, voucherId: bigint): Promise<Attempt> {
+async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: bigint, shards: number[]): Promise<Attempt> {
   const id = voucherId.toString();
   const read = await db
     .transaction()
@@ -93,28 +131,42 @@ async function attempt({ db, scripts }: ObserveDeps, voucherId: bigint): Promise
       if (!voucher) return { kind: 'not_found' as const };
       const quantities = await trx.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', id).where('quantity', '>', 0).execute();
       const outbox = await trx.selectFrom('release_outbox').select(['order_id', 'user_id', 'quantity']).where('voucher_id', '=', id).execute();
-      const redis = await scripts.inspect(voucherId);
-      if (!redis) return { kind: 'missing' as const };
+      const states = await Promise.all(shards.map((shard) => scripts.inspect(voucherId, shard)));
+      if (states.includes(null)) return { kind: 'missing' as const };
+      const segments = states.map((state, i) => ({ shard: shards[i]!, state: state! }));
+      const redisState = combineSegments(segments);
       const stored: Observation['stored'] = new Map();
-      const ids = redis.inflight.map((o) => o.orderId);
+      const ids = redisState.inflight.map((o) => o.orderId);
       for (let i = 0; i < ids.length; i += IN_CHUNK) {
         const rows = await trx.selectFrom('orders').select(['id', 'status', 'failure_reason']).where('id', 'in', ids.slice(i, i + IN_CHUNK)).execute();
         for (const r of rows) stored.set(r.id, { status: r.status, failureReason: r.failure_reason });
       }
       const side: DbSide = { version: voucher.version, stock: voucher.stock, quantities: new Map(quantities.map((q) => [q.user_id, q.quantity])), outbox, stored };
-      return { kind: 'read' as const, side, redis };
+      return { kind: 'read' as const, side, redis: redisState, segments };
     });
   if (read.kind !== 'read') return { kind: 'done', result: { kind: read.kind } };
   // Outside the snapshot: has a transaction changed the voucher since? Then Redis may be ahead.
   const now = await db.selectFrom('vouchers').select('version').where('id', '=', id).executeTakeFirst();
   if (now?.version !== read.side.version) return { kind: 'moved' };
-  const observation = { voucherId, dbStock: read.side.stock, redis: read.redis, stored: read.side.stored, expected: expectedState(read.side, read.redis) };
+  if (shards.length > 1) {
+    const moves = await Promise.all(shards.map((shard) => redis.hget(keys.voucher(voucherId, shard), 'mv')));
+    if (moves.some((m, i) => Number(m ?? 0) !== read.segments[i]!.state.moves)) return { kind: 'moved' };
+  }
+  const observation = {
+    voucherId,
+    dbStock: read.side.stock,
+    redis: read.redis,
+    segments: read.segments,
+    stored: read.side.stored,
+    expected: expectedState(read.side, read.redis),
+  };
   return { kind: 'done', result: { kind: 'observed', observation } };
 }
 
-export async function observeVoucher(deps: ObserveDeps, voucherId: bigint): Promise<Observed> {
+/** `shards`: the voucher's segments (segments.ts); its own shard when absent. */
+export async function observeVoucher(deps: ObserveDeps, voucherId: bigint, shards = [deps.keys.shardOf(voucherId)]): Promise<Observed> {
   for (let i = 0; i < ATTEMPTS; i++) {
-    const a = await attempt(deps, voucherId);
+    const a = await attempt(deps, voucherId, shards);
     if (a.kind === 'done') return a.result;
     await sleep(PAUSE_MS);
   }

@@ -28,7 +28,12 @@ import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-s
 import type { Voucher } from '../vouchers/voucher.js';
 import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
+import type { SegmentMoves } from '../vouchers/segment-moves.js';
+import { homeShard, segmentShards } from '../vouchers/segments.js';
+import type { Correction } from '../infra/redis/scripts/reconcile.js';
 
+/** A move between two segments lent this long ago lost its mover (segment-moves.ts). */
+const STALE_MOVE_MS = 5_000;
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
 const SETTLE_GRACE_MS = 5_000;
 /** Unpaid orders this far past their deadline were missed by the payment timer. */
@@ -47,7 +52,8 @@ export type DriftKind =
   | 'unsettled_order'
   | 'overdue_orders'
   | 'stuck_outbox'
-  | 'consumer_group_missing';
+  | 'consumer_group_missing'
+  | 'unfinished_move';
 
 export interface Drift {
   kind: DriftKind;
@@ -76,6 +82,7 @@ export interface ReconcilerDeps {
   scripts: Scripts;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
+  moves: SegmentMoves;
   relay: ReleaseRelay;
   releases: Releases;
   log: Logger;
@@ -92,23 +99,23 @@ interface Findings {
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const { db, redis, keys, scripts, directory, redisState, relay, releases, log } = deps;
-  const observe = (voucherId: bigint) => observeVoucher({ db, scripts }, voucherId);
+  const { db, redis, keys, scripts, directory, redisState, moves, relay, releases, log } = deps;
+  const observe = (voucher: Voucher) => observeVoucher({ db, redis, keys, scripts }, voucher.id, segmentShards(voucher, keys));
 
   async function findings(o: Observation): Promise<Findings> {
-    const shard = keys.shardOf(o.voucherId);
-    const stream = keys.orders(shard);
     const notStored = o.redis.inflight.filter((x) => !o.stored.has(x.orderId));
-    const entries = await Promise.all(notStored.map((x) => redis.xrange(stream, x.streamId, x.streamId)));
+    const entries = await Promise.all(notStored.map((x) => redis.xrange(keys.orders(x.shard), x.streamId, x.streamId)));
     const lostEntries = notStored.filter((_, i) => entries[i]!.length === 0);
     const unsettled = o.redis.inflight.filter((x) => o.stored.has(x.orderId) && Date.now() - x.createdAt.getTime() > SETTLE_GRACE_MS);
 
     const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
     const candidates: InflightOrder[] = [];
-    for (const raw of await unacknowledgedEntries(redis, stream, ENTRIES_SCANNED)) {
-      const e = parseEntry(shard, raw, 1);
-      if (isMalformed(e) || e.voucherId !== o.voucherId || recorded.has(e.orderId)) continue;
-      candidates.push(inflightOfEntry(e));
+    for (const { shard } of o.segments) {
+      for (const raw of await unacknowledgedEntries(redis, keys.orders(shard), ENTRIES_SCANNED)) {
+        const e = parseEntry(shard, raw, 1);
+        if (isMalformed(e) || e.voucherId !== o.voucherId || recorded.has(e.orderId)) continue;
+        candidates.push(inflightOfEntry(e));
+      }
     }
     const storedIds = candidates.length
       ? new Set((await db.selectFrom('orders').select('id').where('id', 'in', candidates.map((c) => c.orderId)).execute()).map((r) => r.id))
@@ -149,12 +156,15 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 
   async function repairRedisState(voucher: Voucher, report: ReconcileReport, note: (d: Drift) => void) {
     // Without the group nothing reads the shard's stream: admitted orders would never be stored.
-    const shard = keys.shardOf(voucher.id);
-    if (!(await hasConsumerGroup(redis, keys.orders(shard)))) {
+    for (const shard of segmentShards(voucher, keys)) {
+      if (await hasConsumerGroup(redis, keys.orders(shard))) continue;
       const repaired = await ensureConsumerGroups(redis, keys, [shard]).then(() => true, () => false);
       note({ kind: 'consumer_group_missing', detail: `shard ${shard}: the order stream has no consumer group (Redis lost its data?); recreated`, repaired });
     }
-    const first = await observe(voucher.id);
+    // A mover that died between lending and receiving: finish its move before counting.
+    const finished = await moves.finishStale(voucher, STALE_MOVE_MS);
+    if (finished) note({ kind: 'unfinished_move', detail: `${finished} move(s) of units between segments left half-way; finished`, repaired: true });
+    const first = await observe(voucher);
     if (first.kind === 'not_found') return;
     if (first.kind === 'missing') {
       if (voucher.endAt.getTime() + RETAIN_AFTER_END_MS < Date.now()) return; // kept no longer: nothing to rebuild
@@ -171,7 +181,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     if (!counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) return;
 
     // Seen once: look again before touching anything.
-    const second = await observe(voucher.id);
+    const second = await observe(voucher);
     if (second.kind !== 'observed') {
       report.verified = false;
       return;
@@ -185,9 +195,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     // observation is kept). Not while entries lack their record: their units are taken in Redis
     // without being visible, and "repairing" would hand them out twice. They are adopted below
     // and counted on the next run.
-    if (counts && countsAgain && sameDrift(counts, countsAgain) && first.observation.redis.gen === o.redis.gen && orphans.length === 0) {
-      const buyers = new Map([...countsAgain.buyers].map(([user, [have, want]]) => [user, want - have]));
-      const done = await scripts.repair(voucher.id, o.redis.gen, { stock: -countsAgain.stock, inflightCounter: -countsAgain.inflightCounter, buyers });
+    const unmoved = first.observation.redis.gen === o.redis.gen && first.observation.redis.moves === o.redis.moves;
+    if (counts && countsAgain && sameDrift(counts, countsAgain) && unmoved && orphans.length === 0) {
+      const corrections = segmentCorrections(o, countsAgain, (user) => homeShard(voucher, user, keys));
+      let done = true;
+      for (const c of corrections) done = (await scripts.repair(voucher.id, c.shard, c.gen, c.correction)) && done;
       if (done && countsAgain.stock < 0) deps.onUnitsBack?.(voucher.id); // units back on sale
       if (countsAgain.stock) note({ kind: 'stock', detail: `Redis stock ${o.redis.stock}, database implies ${o.expected.stock}`, repaired: done });
       if (countsAgain.inflightCounter) {
@@ -205,15 +217,15 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       note({ kind: 'lost_inflight_record', detail: `order ${order.orderId} in the stream without its in-flight record; restored`, repaired: await scripts.adopt(order) });
     }
     const unsettled = both(again.unsettled, seen.unsettled);
-    if (unsettled.length) {
+    for (const { shard } of o.segments) {
+      const here = unsettled.filter((x) => x.shard === shard);
+      if (!here.length) continue;
       const settled = await scripts.settle(
         CONSUMER_GROUP,
         shard,
-        unsettled.map((x) => settleInput({ ...x, shard, voucherId: voucher.id }, settlementOfRow(o.stored.get(x.orderId)!))),
+        here.map((x) => settleInput({ ...x, voucherId: voucher.id }, settlementOfRow(o.stored.get(x.orderId)!))),
       );
-      unsettled.forEach((x, i) =>
-        note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[i] ?? false }),
-      );
+      here.forEach((x, i) => note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[i] ?? false }));
     }
   }
 
@@ -276,6 +288,25 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       return reports;
     },
   };
+}
+
+/**
+ * The repair of each segment: a buyer's count in their home segment, each segment's in-flight
+ * counter against its own records, and the stock where it fits (units given to the voucher's own
+ * segment; units taken from the one with the most).
+ */
+function segmentCorrections(o: Observation, drift: CountDrift, home: (user: string) => number): { shard: number; gen: string; correction: Correction }[] {
+  const bySegment = new Map(o.segments.map(({ shard, state }) => [shard, { shard, gen: state.gen, correction: { stock: 0, inflightCounter: 0, buyers: new Map<string, number>() } }]));
+  const segment = (shard: number) => bySegment.get(shard)!;
+  if (drift.stock > 0) {
+    const fullest = o.segments.reduce((a, b) => (b.state.stock > a.state.stock ? b : a));
+    segment(fullest.shard).correction.stock = -drift.stock;
+  } else if (drift.stock < 0) {
+    segment(o.segments[0]!.shard).correction.stock = -drift.stock;
+  }
+  for (const { shard, state } of o.segments) segment(shard).correction.inflightCounter = state.inflight.length - state.inflightCounter;
+  for (const [user, [have, want]] of drift.buyers) segment(home(user)).correction.buyers.set(user, want - have);
+  return [...bySegment.values()].filter(({ correction: c }) => c.stock || c.inflightCounter || c.buyers.size);
 }
 
 /** Two sightings found the same drift (the same offsets, for the same users). */

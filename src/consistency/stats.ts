@@ -6,6 +6,7 @@ import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import { ORDER_STATUSES, type StoredOrderStatus } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { segmentShards } from '../vouchers/segments.js';
 
 export interface VoucherStats {
   initialStock: number;
@@ -23,23 +24,27 @@ export interface VoucherStats {
 export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisClient; keys: KeySpace }) {
   return async function voucherStats(voucherId: bigint): Promise<VoucherStats> {
     const id = voucherId.toString();
-    const [voucher, counts, [redisState, waitlist]] = await Promise.all([
-      db.selectFrom('vouchers').select(['initial_stock', 'stock']).where('id', '=', id).executeTakeFirst(),
+    const [voucher, counts] = await Promise.all([
+      db.selectFrom('vouchers').select(['initial_stock', 'stock', 'segment_shards']).where('id', '=', id).executeTakeFirst(),
       db.selectFrom('orders').select(['status', sql<number>`count(*)`.as('n')]).where('voucher_id', '=', id).groupBy('status').execute(),
-      Promise.all([redis.hmget(keys.voucher(voucherId), 'stock', 'inflight', 'dead'), redis.zcard(keys.waitlist(voucherId))]),
     ]);
     if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
+    // Summed over the voucher's segments (units on their way between two are left out).
+    const shards = segmentShards({ id: voucherId, segmentShards: voucher.segment_shards?.split(',').map(Number) ?? null }, keys);
+    const segments = await Promise.all(
+      shards.map((s) => Promise.all([redis.hmget(keys.voucher(voucherId, s), 'stock', 'inflight', 'dead'), redis.zcard(keys.waitlist(voucherId, s))])),
+    );
     const orders = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<StoredOrderStatus, number>;
     for (const c of counts) orders[c.status] = Number(c.n);
-    const [stock, inflight, dead] = redisState;
+    const sum = (pick: (s: (typeof segments)[number]) => string | number | null | undefined) => segments.reduce((n, s) => n + Number(pick(s) ?? 0), 0);
     return {
       initialStock: voucher.initial_stock,
       dbStock: voucher.stock,
-      redisStock: stock === null ? null : Number(stock),
-      inFlight: Number(inflight ?? 0),
+      redisStock: segments.some(([[stock]]) => stock === null) ? null : sum(([[stock]]) => stock),
+      inFlight: sum(([[, inflight]]) => inflight),
       orders,
-      waitlist,
-      deadLetters: Number(dead ?? 0),
+      waitlist: sum(([, waiting]) => waiting),
+      deadLetters: sum(([[, , dead]]) => dead),
     };
   };
 }

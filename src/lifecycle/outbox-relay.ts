@@ -4,7 +4,7 @@
 // that dies after Redis but before the delete (or two relays racing) never gives the same units
 // twice, and reconciliation can tell applied releases from pending ones. Rows are claimed with
 // SKIP LOCKED, so any worker can finish what a dead one left. Given-back units first go to the
-// voucher's waitlist.
+// voucher's waitlist (on a segmented voucher: the buyer's segment's, then the other segments').
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
@@ -12,6 +12,9 @@ import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import type { SegmentMoves } from '../vouchers/segment-moves.js';
+import { homeShard } from '../vouchers/segments.js';
 
 const ROWS_PER_TRANSACTION = 200;
 
@@ -22,6 +25,8 @@ export interface ReleaseRelayDeps {
   ids: () => Promise<IdGenerator>;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
+  moves: SegmentMoves;
+  keys: KeySpace;
   events: OrderEvents;
 }
 
@@ -38,13 +43,16 @@ interface OutboxRow {
 }
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, scripts, ids, directory, redisState, events } = deps;
+  const { db, scripts, ids, directory, redisState, moves, keys, events } = deps;
 
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.get(BigInt(row.voucher_id));
     if (!voucher) return [];
+    // Back to the segment the buyer claimed in, whose count holds these units.
+    const shard = homeShard(voucher, row.user_id, keys);
     const input = {
       voucherId: voucher.id,
+      shard,
       orderId: row.order_id,
       userId: row.user_id,
       quantity: row.quantity,
@@ -62,7 +70,9 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       result = await scripts.restock(input);
     }
     if (result.kind === 'missing') throw new Error(`voucher ${row.voucher_id} has no Redis state after warming`);
-    return result.kind === 'restocked' ? result.promotions.map((p) => ({ ...p, voucherId: row.voucher_id })) : [];
+    if (result.kind !== 'restocked') return [];
+    const promotions = [...result.promotions, ...(await moves.handOff(voucher, shard))];
+    return promotions.map((p) => ({ ...p, voucherId: row.voucher_id }));
   }
 
   async function relayBatch(): Promise<number> {

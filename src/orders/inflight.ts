@@ -7,8 +7,8 @@ import { type InflightOrder, parseInflight } from '../infra/redis/records.js';
 export interface InflightReader {
   /** Looks the order up on every shard (the id does not say which one). */
   find(orderId: bigint): Promise<InflightOrder | null>;
-  /** Every in-flight order of one voucher, scanned from its shard. */
-  ofVoucher(voucherId: bigint): Promise<InflightOrder[]>;
+  /** Every in-flight order of one voucher, scanned from its shard (or its segments' shards). */
+  ofVoucher(voucherId: bigint, shards?: number[]): Promise<InflightOrder[]>;
 }
 
 export function createInflightReader(redis: RedisClient, keys: KeySpace): InflightReader {
@@ -18,20 +18,22 @@ export function createInflightReader(redis: RedisClient, keys: KeySpace): Inflig
       const shards = Array.from({ length: keys.shards }, (_, s) => s);
       // Auto-pipelining sends these together: one round trip per Redis node.
       const records = await Promise.all(shards.map((s) => redis.hget(keys.inflight(s), id)));
-      const record = records.find((r) => r !== null);
-      return record ? parseInflight(id, record) : null;
+      const shard = records.findIndex((r) => r !== null);
+      return shard >= 0 ? parseInflight(id, records[shard]!, shard) : null;
     },
-    async ofVoucher(voucherId) {
+    async ofVoucher(voucherId, shards = [keys.shardOf(voucherId)]) {
       const want = `${voucherId}|`;
       const found: InflightOrder[] = [];
-      let cursor = '0';
-      do {
-        const [next, entries] = await redis.hscan(keys.inflight(keys.shardOf(voucherId)), cursor, 'COUNT', 1000);
-        cursor = next;
-        for (let i = 0; i + 1 < entries.length; i += 2) {
-          if (entries[i + 1]!.startsWith(want)) found.push(parseInflight(entries[i]!, entries[i + 1]!));
-        }
-      } while (cursor !== '0');
+      for (const shard of shards) {
+        let cursor = '0';
+        do {
+          const [next, entries] = await redis.hscan(keys.inflight(shard), cursor, 'COUNT', 1000);
+          cursor = next;
+          for (let i = 0; i + 1 < entries.length; i += 2) {
+            if (entries[i + 1]!.startsWith(want)) found.push(parseInflight(entries[i]!, entries[i + 1]!, shard));
+          }
+        } while (cursor !== '0');
+      }
       return found;
     },
   };

@@ -8,6 +8,7 @@ import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 import { kindOf, VOUCHER_KINDS } from './kinds.js';
+import type { SegmentPlacer } from './segments.js';
 
 export interface CreateVoucherInput {
   title: string;
@@ -19,6 +20,8 @@ export interface CreateVoucherInput {
   paymentTimeoutSeconds?: number;
   waitlist?: boolean;
   claimToken?: boolean;
+  /** Stock segments (segments.ts), seckill only; 1 by default. */
+  segments?: number;
 }
 
 export interface CreateVoucherDeps {
@@ -26,6 +29,9 @@ export interface CreateVoucherDeps {
   vouchers: VoucherRepository;
   redisState: VoucherRedisState;
   directory: VoucherDirectory;
+  placeSegments: SegmentPlacer;
+  /** SHARDS: a voucher has at most this many segments, each on a shard of its own. */
+  shards: number;
 }
 
 function parseTime(field: string, text: string): Date {
@@ -34,7 +40,7 @@ function parseTime(field: string, text: string): Date {
   return new Date(ms);
 }
 
-export function createVoucherUseCase({ ids, vouchers, redisState, directory }: CreateVoucherDeps) {
+export function createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments, shards }: CreateVoucherDeps) {
   return async function createVoucher(input: CreateVoucherInput): Promise<Voucher> {
     const beginAt = parseTime('beginAt', input.beginAt);
     const endAt = parseTime('endAt', input.endAt);
@@ -42,8 +48,12 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory }: C
     if (input.waitlist && !VOUCHER_KINDS[input.kind].waitlist) {
       throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher cannot have a waitlist`);
     }
+    const segments = input.segments ?? 1;
+    if (segments > 1 && !VOUCHER_KINDS[input.kind].redisGated) throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher has one segment: segments is for seckill vouchers`);
+    if (segments > shards) throw new AppError('INVALID_REQUEST', `segments must be at most ${shards} (SHARDS: each segment needs a shard of its own)`);
+    const id = ids.next();
     const voucher: Voucher = {
-      id: ids.next(),
+      id,
       title: input.title,
       kind: input.kind,
       initialStock: input.stock,
@@ -54,6 +64,7 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory }: C
       paymentTimeoutSeconds: input.paymentTimeoutSeconds ?? 900,
       waitlist: input.waitlist ?? false,
       claimToken: input.claimToken ?? false,
+      segmentShards: await placeSegments(id, segments),
     };
     await vouchers.insert(voucher);
     // If this fails the voucher still exists; its first claim rebuilds the state from the database.

@@ -1,10 +1,14 @@
-// A seckill voucher's state in Redis (stock, window, limit, buyers): written when the voucher is
-// created and rebuilt from the database when it is missing (Redis restarted, keys expired).
+// A seckill voucher's state in Redis (stock, window, limit, buyers), per segment (segments.ts):
+// written when the voucher is created and rebuilt from the database when it is missing (Redis
+// restarted, keys expired, a master lost its data).
 //
 // Rebuilding never hands out a unit the database has sold: the in-flight orders are read BEFORE
 // the database, so an order stored in between is subtracted twice (Redis grants too little, which
 // reconciliation repairs) and never zero times (which would oversell). No admission can happen
-// while the voucher hash is absent, and the hash is created last, only if still absent.
+// in a segment while its hash is absent, and the hash is created last, only if still absent.
+// When every segment is gone the stock is rebuilt exactly and split again; when only some are,
+// the others keep selling and moving units meanwhile, so the lost ones come back empty and
+// reconciliation (which sees every segment and every move) gives them what the database implies.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RedisClient } from '../infra/redis/redis-client.js';
 import { AppError } from '../errors.js';
@@ -14,6 +18,8 @@ import type { InflightReader } from '../orders/inflight.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 import { kindOf } from './kinds.js';
+
+import { homeShard, segmentShards, splitStock } from './segments.js';
 
 /** Redis state outlives the sale window by this much (late payments, expiries, audits). */
 export const RETAIN_AFTER_END_MS = 7 * 24 * 3600 * 1000;
@@ -25,8 +31,8 @@ export interface VoucherRedisState {
   create(v: Voucher): Promise<void>;
   /** Rebuilds the state from the database if it is missing. Returns true when it rebuilt it. */
   rewarm(v: Voucher): Promise<boolean>;
-  /** Units Redis can still grant, or null when the state is missing. */
-  available(voucherId: bigint): Promise<number | null>;
+  /** Units Redis can still grant (every segment), or null when a segment's state is missing. */
+  available(v: Voucher): Promise<number | null>;
 }
 
 export interface VoucherRedisStateDeps {
@@ -41,8 +47,9 @@ export interface VoucherRedisStateDeps {
 
 export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax }: VoucherRedisStateDeps): VoucherRedisState {
   const expireAtSeconds = (v: Voucher) => Math.ceil((v.endAt.getTime() + RETAIN_AFTER_END_MS) / 1000);
-  const warmInput = (v: Voucher, stock: number, inflightOrders: number) => ({
+  const warmInput = (v: Voucher, shard: number, stock: number, inflightOrders: number) => ({
     voucherId: v.id,
+    shard,
     stock,
     beginMs: v.beginAt.getTime(),
     endMs: v.endAt.getTime(),
@@ -59,37 +66,53 @@ export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflig
     }
   }
 
+  /** The shards of the voucher's segments whose state is missing. */
+  async function missingSegments(v: Voucher): Promise<number[]> {
+    const shards = segmentShards(v, keys);
+    const present = await Promise.all(shards.map((s) => redis.exists(keys.voucher(v.id, s))));
+    return shards.filter((_, i) => present[i] === 0);
+  }
+
   async function rebuild(v: Voucher): Promise<boolean> {
-    const pending = await inflight.ofVoucher(v.id); // first: see the module comment
+    const shards = segmentShards(v, keys);
+    const pending = await inflight.ofVoucher(v.id, shards); // first: see the module comment
     const snapshot = await vouchers.warmSnapshot(v.id);
     if (!snapshot) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${v.id} not found`);
     const { voucher: fresh, held, released } = snapshot;
-    let pendingUnits = 0;
-    for (const o of pending) {
-      pendingUnits += o.quantity;
-      held.set(o.userId, (held.get(o.userId) ?? 0) + o.quantity);
+    const missing = await missingSegments(v);
+    if (missing.length === 0) return false;
+    const pendingUnits = pending.reduce((sum, o) => sum + o.quantity, 0);
+    const stocks = missing.length === shards.length ? splitStock(Math.max(0, fresh.stock - pendingUnits), shards.length) : shards.map(() => 0);
+    const home = (user: string) => homeShard(v, user, keys);
+    let created = false;
+    for (const shard of missing) {
+      const mine = pending.filter((o) => o.shard === shard);
+      const counts = new Map([...held].filter(([user]) => home(user) === shard));
+      for (const o of mine) counts.set(o.userId, (counts.get(o.userId) ?? 0) + o.quantity);
+      await fill(keys.buyers(v.id, shard), [...counts.entries()]);
+      // Units the database already has back: the release relay must not give them back again.
+      await fill(keys.released(v.id, shard), released.filter((r) => home(r.userId) === shard).map((r) => [r.orderId, 1]));
+      if (await scripts.warm(warmInput(fresh, shard, stocks[shards.indexOf(shard)]!, mine.length))) created = true;
     }
-    if ((await redis.exists(keys.voucher(v.id))) === 1) return false;
-    await fill(keys.buyers(v.id), [...held.entries()]);
-    // Units the database already has back: the release relay must not give them back again.
-    await fill(keys.released(v.id), released.map((orderId) => [orderId, 1]));
-    return scripts.warm(warmInput(fresh, Math.max(0, fresh.stock - pendingUnits), pending.length));
+    return created;
   }
 
   return {
     async create(v) {
-      await scripts.warm(warmInput(v, v.stock, 0));
+      const shards = segmentShards(v, keys);
+      const stocks = splitStock(v.stock, shards.length);
+      await Promise.all(shards.map((shard, i) => scripts.warm(warmInput(v, shard, stocks[i]!, 0))));
     },
 
     async rewarm(v) {
-      if ((await redis.exists(keys.voucher(v.id))) === 1) return false;
+      if ((await missingSegments(v)).length === 0) return false;
       const lockKey = keys.warmLock(v.id);
       const token = `${process.pid}:${Math.random()}`;
       if ((await redis.set(lockKey, token, 'PX', WARM_LOCK_MS, 'NX')) !== 'OK') {
         // Another instance is rebuilding: wait for it rather than race it.
         for (let waited = 0; waited < WARM_LOCK_MS; waited += 50) {
           await sleep(50);
-          if ((await redis.exists(keys.voucher(v.id))) === 1) return false;
+          if ((await missingSegments(v)).length === 0) return false;
         }
         throw new AppError('UNAVAILABLE', 'voucher state is being rebuilt; retry shortly');
       }
@@ -100,9 +123,9 @@ export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflig
       }
     },
 
-    async available(voucherId) {
-      const stock = await redis.hget(keys.voucher(voucherId), 'stock');
-      return stock === null ? null : Number(stock);
+    async available(v) {
+      const stocks = await Promise.all(segmentShards(v, keys).map((s) => redis.hget(keys.voucher(v.id, s), 'stock')));
+      return stocks.includes(null) ? null : stocks.reduce((sum, s) => sum + Math.max(0, Number(s)), 0);
     },
   };
 }

@@ -7,7 +7,7 @@ export interface WarmSnapshot {
   /** Units held per user in active orders. */
   held: Map<string, number>;
   /** Orders whose units the database has back but Redis may not (release outbox). */
-  released: string[];
+  released: { orderId: string; userId: string }[];
 }
 
 export interface VoucherRepository {
@@ -33,6 +33,7 @@ export function createVoucherRepository(db: Db): VoucherRepository {
           payment_timeout_seconds: v.paymentTimeoutSeconds,
           waitlist: v.waitlist,
           claim_token: v.claimToken,
+          segment_shards: v.segmentShards?.join(',') ?? null,
         })
         .execute();
     },
@@ -48,8 +49,12 @@ export function createVoucherRepository(db: Db): VoucherRepository {
         const row = await trx.selectFrom('vouchers').selectAll().where('id', '=', id).executeTakeFirst();
         if (!row) return null;
         const held = await trx.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', id).where('quantity', '>', 0).execute();
-        const released = await trx.selectFrom('release_outbox').select('order_id').where('voucher_id', '=', id).execute();
-        return { voucher: voucherFromRow(row), held: new Map(held.map((r) => [r.user_id, r.quantity])), released: released.map((r) => r.order_id) };
+        const released = await trx.selectFrom('release_outbox').select(['order_id', 'user_id']).where('voucher_id', '=', id).execute();
+        return {
+          voucher: voucherFromRow(row),
+          held: new Map(held.map((r) => [r.user_id, r.quantity])),
+          released: released.map((r) => ({ orderId: r.order_id, userId: r.user_id })),
+        };
       });
     },
   };

@@ -8,6 +8,7 @@ import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import { type Voucher, voucherJson } from './voucher.js';
 import { kindOf, VOUCHER_KIND_NAMES } from './kinds.js';
+import { MAX_SEGMENTS } from './segments.js';
 
 const CreateVoucherBody = Type.Object(
   {
@@ -20,6 +21,7 @@ const CreateVoucherBody = Type.Object(
     paymentTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
     waitlist: Type.Optional(Type.Boolean()),
     claimToken: Type.Optional(Type.Boolean()),
+    segments: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_SEGMENTS })),
   },
   { additionalProperties: false },
 );
@@ -36,6 +38,7 @@ const VoucherBody = Type.Object({
   paymentTimeoutSeconds: Type.Integer(),
   waitlist: Type.Boolean(),
   claimToken: Type.Boolean(),
+  segments: Type.Integer(),
 });
 
 export interface VoucherRouteDeps {
@@ -50,10 +53,10 @@ export function registerVoucherRoutes(app: App, { guards, directory, redisState,
   /** Live units left: Redis for Redis-gated vouchers (rebuilt if missing), the database otherwise. */
   async function available(v: Voucher): Promise<number> {
     if (!kindOf(v).redisGated) return (await vouchers.findById(v.id))?.stock ?? 0;
-    let units = await redisState.available(v.id);
+    let units = await redisState.available(v);
     if (units === null) {
       await redisState.rewarm(v);
-      units = (await redisState.available(v.id)) ?? 0;
+      units = (await redisState.available(v)) ?? 0;
     }
     return units;
   }

@@ -14,6 +14,8 @@ export interface Voucher {
   paymentTimeoutSeconds: number;
   waitlist: boolean;
   claimToken: boolean;
+  /** The shards of its stock segments (segments.ts); null: one segment, on the id's shard. */
+  segmentShards: number[] | null;
 }
 
 export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
@@ -29,6 +31,7 @@ export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
     paymentTimeoutSeconds: row.payment_timeout_seconds,
     waitlist: Boolean(row.waitlist),
     claimToken: Boolean(row.claim_token),
+    segmentShards: row.segment_shards ? row.segment_shards.split(',').map(Number) : null,
   };
 }
 
@@ -46,5 +49,6 @@ export function voucherJson(v: Voucher, available: number) {
     paymentTimeoutSeconds: v.paymentTimeoutSeconds,
     waitlist: v.waitlist,
     claimToken: v.claimToken,
+    segments: v.segmentShards?.length ?? 1,
   };
 }

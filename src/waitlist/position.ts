@@ -5,12 +5,14 @@ import type { RedisClient } from '../infra/redis/redis-client.js';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
+import { homeShard } from '../vouchers/segments.js';
 
 export function waitlistPositionUseCase({ redis, keys, directory }: { redis: RedisClient; keys: KeySpace; directory: VoucherDirectory }) {
   return async function waitlistPosition(voucherId: bigint, userId: bigint): Promise<number> {
     const voucher = await directory.get(voucherId);
     if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
-    const rank = voucher.waitlist ? await redis.zrank(keys.waitlist(voucherId), userId.toString()) : null;
+    // A segmented voucher keeps a waitlist per segment: the place in the buyer's home segment's.
+    const rank = voucher.waitlist ? await redis.zrank(keys.waitlist(voucherId, homeShard(voucher, userId, keys)), userId.toString()) : null;
     if (rank === null) throw new AppError('NOT_WAITLISTED', `you are not on the waitlist of voucher ${voucherId}`);
     return rank + 1;
   };

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
 import type { Container } from '../../src/container.js';
+import { segmentShards } from '../../src/vouchers/segments.js';
 import { waitFor } from './wait.js';
 
 export interface VoucherTruth {
@@ -18,19 +19,32 @@ export async function readTruth(c: Container, voucherId: string): Promise<Vouche
     .select(['id', 'user_id', 'quantity', 'status', 'failure_reason'])
     .where('voucher_id', '=', voucherId)
     .execute();
-  const stock = await c.redis.hget(c.keys.voucher(BigInt(voucherId)), 'stock');
-  const buyers = await c.redis.hgetall(c.keys.buyers(BigInt(voucherId)));
+  // Every segment's stock and buyer counts (one segment unless the voucher was created with more).
+  const id = BigInt(voucherId);
+  const shards = await shardsOf(c, voucherId);
+  const stocks = await Promise.all(shards.map((s) => c.redis.hget(c.keys.voucher(id, s), 'stock')));
+  const redisBuyers = new Map<string, number>();
+  for (const s of shards) {
+    for (const [u, q] of Object.entries(await c.redis.hgetall(c.keys.buyers(id, s)))) redisBuyers.set(u, (redisBuyers.get(u) ?? 0) + Number(q));
+  }
   return {
     dbStock: voucher.stock,
-    redisStock: stock === null ? null : Number(stock),
-    redisBuyers: new Map(Object.entries(buyers).map(([u, q]) => [u, Number(q)])),
+    redisStock: stocks.includes(null) ? null : stocks.reduce((n, s) => n + Number(s), 0),
+    redisBuyers,
     orders,
   };
 }
 
+/** The shards of a voucher's segments. */
+export async function shardsOf(c: Container, voucherId: string): Promise<number[]> {
+  const v = await c.directory.get(BigInt(voucherId));
+  return v ? segmentShards(v, c.keys) : [c.keys.shardOf(BigInt(voucherId))];
+}
+
 /** Waits until the voucher has no in-flight orders left (the pipeline has drained). */
 export async function waitForDrain(c: Container, voucherId: string, timeoutMs = 30_000): Promise<void> {
-  await waitFor(`voucher ${voucherId} to drain`, async () => (await c.inflight.ofVoucher(BigInt(voucherId))).length === 0, timeoutMs, 50);
+  const shards = await shardsOf(c, voucherId);
+  await waitFor(`voucher ${voucherId} to drain`, async () => (await c.inflight.ofVoucher(BigInt(voucherId), shards)).length === 0, timeoutMs, 50);
 }
 
 /** I1–I5 on both stores; `admitted` are the order ids that got a 202. */

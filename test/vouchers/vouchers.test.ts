@@ -44,6 +44,7 @@ describe('creating vouchers', () => {
       paymentTimeoutSeconds: 900,
       waitlist: false,
       claimToken: false,
+      segments: 1,
     });
     assert.equal((await redisView(t, v.id)).stock, 100);
     await claim(t, v.id, 5);
@@ -95,6 +96,10 @@ describe('creating vouchers', () => {
       ['paymentTimeoutSeconds above a day', { ...valid(), paymentTimeoutSeconds: 86_401 }],
       ['waitlist not boolean', { ...valid(), waitlist: 'yes' }],
       ['waitlist on a common voucher', { ...valid(), kind: 'common', waitlist: true }],
+      ['segments zero', { ...valid(), segments: 0 }],
+      ['segments above 64', { ...valid(), segments: 65 }],
+      ['segments above SHARDS (4 here)', { ...valid(), segments: 5 }],
+      ['segments on a limited voucher', { ...valid(), kind: 'limited', segments: 2 }],
       ['unknown field', { ...valid(), price: 10 }],
       ['not an object', [1, 2]],
     ];

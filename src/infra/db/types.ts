@@ -23,6 +23,8 @@ export interface VouchersTable {
   created_at: Generated<Date>;
   /** Bumped by every transaction that changes `stock` (reconciliation's consistency check). */
   version: Generated<string>;
+  /** Shards of the stock segments ("3,9,14"), NULL for one segment on the id's shard. */
+  segment_shards: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OrdersTable {

@@ -1,5 +1,5 @@
-// Every Redis key name is built here. All keys of one voucher share the hash tag of its shard,
-// so each script touches one slot and Redis Cluster never answers CROSSSLOT.
+// Every Redis key name is built here. All keys of one voucher segment share the hash tag of its
+// shard, so each script touches one slot and Redis Cluster never answers CROSSSLOT.
 
 /**
  * Vouchers created from this moment on are placed by a hash of their id; earlier ones keep
@@ -12,7 +12,7 @@ export const HASHED_PLACEMENT_SINCE_MS = Date.UTC(2026, 11, 1, 10, 0);
 export const HASHED_PLACEMENT_FROM_ID = 386094071808000000n;
 
 /** murmur3's 32-bit finaliser over both halves of the id: every bit of the id moves the result. */
-function mix(id: bigint): number {
+export function mix(id: bigint): number {
   let h = Number(id & 0xffffffffn) ^ Math.imul(Number(id >> 32n), 0x9e3779b1);
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
@@ -24,16 +24,21 @@ function shardOfVoucher(voucherId: bigint, shards: number): number {
   return voucherId < HASHED_PLACEMENT_FROM_ID ? Number(voucherId % BigInt(shards)) : mix(voucherId) % shards;
 }
 
+/**
+ * The keys of a seckill voucher's state come per stock segment (src/vouchers/segments.ts): each
+ * segment lives on a shard of its own, and `shard` says which. Left out, it is the voucher's own
+ * shard, where a voucher of one segment keeps everything.
+ */
 export interface KeySpace {
   readonly prefix: string;
   readonly shards: number;
   shardOf(voucherId: bigint): number;
-  /** Hash: stock, begin (ms), end (ms), limit, inflight (orders admitted, not yet stored). */
-  voucher(voucherId: bigint): string;
+  /** Hash: stock, begin (ms), end (ms), limit, inflight (orders admitted, not yet stored), mv (moves). */
+  voucher(voucherId: bigint, shard?: number): string;
   /** Hash: userId -> units held (admitted or stored, not released). */
-  buyers(voucherId: bigint): string;
+  buyers(voucherId: bigint, shard?: number): string;
   /** Hash: `${userId}:${idempotencyKey}` -> `${orderId}:${quantity}`. */
-  idempotency(voucherId: bigint): string;
+  idempotency(voucherId: bigint, shard?: number): string;
   /** Hash per shard: orderId -> in-flight record (see records.ts). */
   inflight(shard: number): string;
   /** Stream per shard: admitted orders waiting to be stored. */
@@ -41,15 +46,19 @@ export interface KeySpace {
   /** Stream per shard: entries that could not become stored orders, with the reason. */
   deadLetters(shard: number): string;
   /** Hash: orderId -> 1 for released units already given back to Redis (outbox relay, once only). */
-  released(voucherId: bigint): string;
-  /** Sorted set: userId scored by enrolment time (µs), the voucher's waitlist, FIFO. */
-  waitlist(voucherId: bigint): string;
+  released(voucherId: bigint, shard?: number): string;
+  /** Sorted set: userId scored by enrolment time (µs), the segment's waitlist, FIFO. */
+  waitlist(voucherId: bigint, shard?: number): string;
   /** Hash: userId -> quantity the waiting user asked for. */
-  waitlistQuantities(voucherId: bigint): string;
+  waitlistQuantities(voucherId: bigint, shard?: number): string;
+  /** Hash: moveId -> "toShard|units|ms", units this segment lent and the receiver may not have yet. */
+  movesOut(voucherId: bigint, shard: number): string;
+  /** Hash: moveId -> units, moves this segment received (each applied once). */
+  movesIn(voucherId: bigint, shard: number): string;
   /** The voucher's token bucket (claims per second across every instance): "tokens:at", see lua/lib/bucket.lua. */
-  voucherBucket(voucherId: bigint): string;
-  /** One buyer's token bucket for one voucher; in the voucher's slot, so admit can take it. */
-  userBucket(voucherId: bigint, userId: bigint): string;
+  voucherBucket(voucherId: bigint, shard?: number): string;
+  /** One buyer's token bucket for one voucher; in the segment's slot, so admit can take it. */
+  userBucket(voucherId: bigint, userId: bigint, shard?: number): string;
   /** Pub/sub channel of order events (JSON arrays), for server-sent events. */
   orderEvents(): string;
   /** Pub/sub channel of voucher ids whose units came back to Redis (clears sold-out flags). */
@@ -73,22 +82,25 @@ export interface KeySpace {
 export function createKeySpace(prefix: string, shards: number): KeySpace {
   const tag = (s: number) => `${prefix}:{s${s}}`;
   const shardOf = (voucherId: bigint) => shardOfVoucher(voucherId, shards);
-  const v = (voucherId: bigint) => `${tag(shardOf(voucherId))}:v:${voucherId}`;
+  // A segment's keys differ from another's only in the shard tag: the shard names the segment.
+  const v = (voucherId: bigint, shard = shardOf(voucherId)) => `${tag(shard)}:v:${voucherId}`;
   return {
     prefix,
     shards,
     shardOf,
-    voucher: (id) => v(id),
-    buyers: (id) => `${v(id)}:buyers`,
-    idempotency: (id) => `${v(id)}:idem`,
+    voucher: (id, s) => v(id, s),
+    buyers: (id, s) => `${v(id, s)}:buyers`,
+    idempotency: (id, s) => `${v(id, s)}:idem`,
     inflight: (s) => `${tag(s)}:inflight`,
     orders: (s) => `${tag(s)}:orders`,
     deadLetters: (s) => `${tag(s)}:dead`,
-    released: (id) => `${v(id)}:released`,
-    waitlist: (id) => `${v(id)}:wait`,
-    waitlistQuantities: (id) => `${v(id)}:waitq`,
-    voucherBucket: (id) => `${v(id)}:tb`,
-    userBucket: (id, user) => `${v(id)}:tb:${user}`,
+    released: (id, s) => `${v(id, s)}:released`,
+    waitlist: (id, s) => `${v(id, s)}:wait`,
+    waitlistQuantities: (id, s) => `${v(id, s)}:waitq`,
+    movesOut: (id, s) => `${v(id, s)}:out`,
+    movesIn: (id, s) => `${v(id, s)}:in`,
+    voucherBucket: (id, s) => `${v(id, s)}:tb`,
+    userBucket: (id, user, s) => `${v(id, s)}:tb:${user}`,
     orderEvents: () => `${prefix}:order-events`,
     unitsBack: () => `${prefix}:units-back`,
     claimLock: (id, user) => `${prefix}:{u${user}}:claim:${id}`,

@@ -15,11 +15,13 @@ export interface InflightOrder {
   quantity: number;
   createdAt: Date;
   streamId: string;
+  /** The shard whose hash holds the record (and whose stream the entry): the order's segment. */
+  shard: number;
 }
 
-export function parseInflight(orderId: string, record: string): InflightOrder {
+export function parseInflight(orderId: string, record: string, shard: number): InflightOrder {
   const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
-  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId };
+  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId, shard };
 }
 
 export const inflightRecord = (o: InflightOrder) => `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}`;
@@ -87,5 +89,5 @@ export function isMalformed(e: OrderEntry | MalformedEntry): e is MalformedEntry
 
 /** The in-flight record an entry's order has (or should have). */
 export function inflightOfEntry(e: OrderEntry): InflightOrder {
-  return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId };
+  return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId, shard: e.shard };
 }

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as initial from './0001-initial.js';
 import * as lifecycle from './0002-lifecycle.js';
 import * as voucherVersion from './0003-voucher-version.js';
+import * as voucherSegments from './0004-voucher-segments.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-lifecycle': lifecycle,
   '0003-voucher-version': voucherVersion,
+  '0004-voucher-segments': voucherSegments,
 };

@@ -14,13 +14,16 @@
 --         given only while the user bucket is on (ARGV[4] > 0): they are most of a call's bytes
 -- ARGV[1] voucherId
 -- ARGV[2] voucher rate (tokens/s; 0: off)  ARGV[3] voucher burst  ARGV[4] user rate  ARGV[5] user burst
--- then per claim i (1-based), from ARGV[2 + 4i]: userId, orderId (new), quantity, idempotency key or ""
+-- ARGV[6] 1: a claim this segment has too few units for is SOLD_OUT (and enrolled on the waitlist);
+--         0: it is SHORT instead, and nothing is written for it (the caller borrows units from
+--         another segment of the voucher first, then asks again with 1: segment-moves.ts)
+-- then per claim i (1-based), from ARGV[3 + 4i]: userId, orderId (new), quantity, idempotency key or ""
 -- Returns six values per claim, {code, orderId, quantity, waitlisted, closed, version}:
 --   0 ADMITTED · 1 REPLAYED (same idempotency key: earlier orderId, no new unit)
 --   2 MISSING (voucher state not in Redis: warm it, then retry) · 3 NOT_STARTED · 4 ENDED
 --   5 LIMIT_EXCEEDED · 6 SOLD_OUT (waitlisted 1 when the user is on the waitlist; closed 1 when no
 --   unit is left for anyone and no place on the waitlist either; version "gen.seen") ·
---   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again)
+--   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again) · 9 SHORT
 -- closed and version are 0 and "" unless SOLD_OUT.
 -- Checks come first and writes last: a rejected claim never changes stock. A claim that reaches
 -- the checks has taken a token from each enabled bucket.
@@ -29,7 +32,8 @@
 --! include lib/bucket.lua
 local voucherId = ARGV[1]
 local vRate, vBurst, uRate, uBurst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local claims = (#ARGV - 5) / 4
+local enrol = ARGV[6] == '1'
+local claims = (#ARGV - 6) / 4
 local out = {}
 
 local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen')
@@ -79,7 +83,7 @@ end
 
 -- Claim i; returns its six values.
 local function claim(i)
-  local base = 2 + 4 * i
+  local base = 3 + 4 * i
   local userId, orderId, quantity, idemKey = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), ARGV[base + 3]
 
   local wait = takeTokens(uRate > 0 and KEYS[8 + i] or nil)
@@ -98,6 +102,7 @@ local function claim(i)
 
   local held = tonumber(redis.call('HGET', KEYS[2], userId) or '0')
   local code = sk_check(stock, v, held, quantity, now)
+  if code == 6 and not enrol then return 9, '', 0, 0, 0, '' end
   if code == 6 then
     -- Sold out: enrol the user on the waitlist once (FIFO by enrolment time), while there is room.
     if cap == 0 then return soldOut(0, true) end

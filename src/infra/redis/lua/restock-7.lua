@@ -5,6 +5,8 @@
 -- KEYS[4] waitlist zset  KEYS[5] waitlist quantities  KEYS[6] in-flight hash (shard)
 -- KEYS[7] order stream (shard)
 -- ARGV[1] voucherId  ARGV[2] released orderId  ARGV[3] its userId  ARGV[4] its quantity
+--   (ARGV[2] "": nothing released, only promotions for units this segment has: a segment of the
+--   voucher lent it units for its waiting users, segment-moves.ts)
 -- ARGV[5..] fresh order ids for promotions (one per promotion at most)
 -- Returns {0, orderId1, userId1, quantity1, ...} for the promotions made,
 --   {1} when this order was given back before, {2} when the voucher's state is missing (warm it:
@@ -17,13 +19,14 @@ local quantity = tonumber(ARGV[4])
 local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap')
 local stock = tonumber(v[1])
 if stock == nil then return {2} end
-if redis.call('HEXISTS', KEYS[3], releasedId) == 1 then return {1} end
-
-stock = stock + quantity
-redis.call('HINCRBY', KEYS[1], 'stock', quantity)
-if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then redis.call('HDEL', KEYS[2], userId) end
-redis.call('HSET', KEYS[3], releasedId, 1)
-redis.call('EXPIREAT', KEYS[3], v[5])
+if releasedId ~= '' then
+  if redis.call('HEXISTS', KEYS[3], releasedId) == 1 then return {1} end
+  stock = stock + quantity
+  redis.call('HINCRBY', KEYS[1], 'stock', quantity)
+  if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then redis.call('HDEL', KEYS[2], userId) end
+  redis.call('HSET', KEYS[3], releasedId, 1)
+  redis.call('EXPIREAT', KEYS[3], v[5])
+end
 
 local out = {0}
 if tonumber(v[6] or '0') == 0 or #ARGV < 5 then return out end

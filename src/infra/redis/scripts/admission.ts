@@ -14,6 +14,8 @@ export const AdmitCode = {
   SOLD_OUT: 6,
   KEY_REUSED: 7,
   RATE_LIMITED: 8,
+  /** Only with `enrol: false`: this segment has too few units; borrow from another, then ask again. */
+  SHORT: 9,
 } as const;
 export type AdmitCode = (typeof AdmitCode)[keyof typeof AdmitCode];
 
@@ -39,10 +41,17 @@ export interface AdmitClaim {
   idempotencyKey?: string;
 }
 
-export interface AdmitInput extends AdmitClaim {
-  voucherId: bigint;
+export interface AdmitOptions {
   /** Token buckets taken before any other check; none when absent. */
   limits?: ClaimRateLimits;
+  /** The segment's shard (src/vouchers/segments.ts); the voucher's own shard when absent. */
+  shard?: number;
+  /** false: a claim the segment has too few units for is SHORT, not SOLD_OUT (nor waitlisted). */
+  enrol?: boolean;
+}
+
+export interface AdmitInput extends AdmitClaim, AdmitOptions {
+  voucherId: bigint;
 }
 
 /** Most claims in one admit call: it runs in Redis for ~15 µs per claim and nothing else runs meanwhile. */
@@ -78,10 +87,10 @@ export interface AdmissionScripts {
    * Claims on one voucher (at most MAX_ADMIT_BATCH) in one atomic call, decided in order as if one
    * after the other: a result per claim.
    */
-  admitMany(voucherId: bigint, claims: AdmitClaim[], limits?: ClaimRateLimits): Promise<AdmitResult[]>;
+  admitMany(voucherId: bigint, claims: AdmitClaim[], options?: AdmitOptions): Promise<AdmitResult[]>;
   /** Takes a token from a claim's voucher and user buckets: 0, or the ms to wait (nothing taken). */
   takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
-  /** Users with idempotency records and waiting users of a voucher, unless more than `max`. */
+  /** Users with idempotency records and waiting users of a voucher (of one segment), unless more than `max`. */
   soldOutSnapshot(voucherId: bigint, max: number): Promise<SoldOutSnapshot>;
 }
 
@@ -104,45 +113,49 @@ export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionS
   const admit = scriptCall(calls, 'admit');
   const bucket = scriptCall(calls, 'bucket');
   const snapshot = scriptCall(calls, 'snapshot');
-  // The key names of a hot voucher are built once, not on every claim.
-  const admitKeys = new Map<bigint, { keys: string[]; id: string }>();
-  const keysForAdmit = (voucherId: bigint) => {
-    let k = admitKeys.get(voucherId);
-    if (!k) {
+  // The key names of a hot voucher's segment are built once, not on every claim.
+  const admitKeys = new Map<bigint, { keys: string[]; id: string }[]>();
+  const keysForAdmit = (voucherId: bigint, shard: number) => {
+    let segments = admitKeys.get(voucherId);
+    if (!segments) {
       if (admitKeys.size >= ADMIT_KEYS_CACHED) admitKeys.clear();
-      const shard = keys.shardOf(voucherId);
+      admitKeys.set(voucherId, (segments = []));
+    }
+    let k = segments[shard];
+    if (!k) {
       k = {
         keys: [
-          keys.voucher(voucherId),
-          keys.buyers(voucherId),
-          keys.idempotency(voucherId),
+          keys.voucher(voucherId, shard),
+          keys.buyers(voucherId, shard),
+          keys.idempotency(voucherId, shard),
           keys.inflight(shard),
           keys.orders(shard),
-          keys.waitlist(voucherId),
-          keys.waitlistQuantities(voucherId),
-          keys.voucherBucket(voucherId),
+          keys.waitlist(voucherId, shard),
+          keys.waitlistQuantities(voucherId, shard),
+          keys.voucherBucket(voucherId, shard),
         ],
         id: voucherId.toString(),
       };
-      admitKeys.set(voucherId, k);
+      segments[shard] = k;
     }
     return k;
   };
-  const admitMany: AdmissionScripts['admitMany'] = async (voucherId, claims, { voucher, user } = NO_RATE_LIMITS) => {
+  const admitMany: AdmissionScripts['admitMany'] = async (voucherId, claims, { limits = NO_RATE_LIMITS, shard = keys.shardOf(voucherId), enrol = true } = {}) => {
     if (claims.length === 0 || claims.length > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claims.length}`);
-    const k = keysForAdmit(voucherId);
+    const { voucher, user } = limits;
+    const k = keysForAdmit(voucherId, shard);
     // A user bucket's key only while the user bucket is on: otherwise it is most of the call's bytes.
-    const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId)) : [];
+    const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId, shard)) : [];
     const args: (string | number)[] = [k.keys.length + userBuckets.length, ...k.keys, ...userBuckets];
-    args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst);
+    args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst, enrol ? 1 : 0);
     for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
     const flat = (await admit(...args)) as (string | number)[];
     if (flat.length !== claims.length * ADMIT_REPLY_WIDTH) throw new Error(`admit answered ${flat.length} values for ${claims.length} claim(s)`);
     return claims.map((_, i) => admitResult(flat, i * ADMIT_REPLY_WIDTH));
   };
   return {
-    async admit({ voucherId, limits, ...claim }) {
-      return (await admitMany(voucherId, [claim], limits))[0]!;
+    async admit({ voucherId, limits, shard, enrol, ...claim }) {
+      return (await admitMany(voucherId, [claim], { limits, shard, enrol }))[0]!;
     },
     admitMany,
     async takeTokens(voucherId, userId, { voucher, user }) {

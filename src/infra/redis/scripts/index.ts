@@ -4,12 +4,13 @@ import type { RedisClient } from '../redis-client.js';
 import type { KeySpace } from '../keys.js';
 import { type AdmissionScripts, admissionScripts } from './admission.js';
 import { commandOf, loadScripts } from './loader.js';
+import { type MoveScripts, moveScripts } from './moves.js';
 import { type ReconcileScripts, reconcileScripts } from './reconcile.js';
 import { type SettleScripts, settleScripts } from './settle.js';
 import { type VoucherStateScripts, voucherStateScripts } from './voucher-state.js';
 import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
 
-export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts;
+export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts;
 
 /** Script commands whose callers batch already (client.ts leaves them out of auto-pipelining). */
 export const SELF_BATCHED_COMMANDS = [commandOf('admit')] as const;
@@ -22,5 +23,6 @@ export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
     ...workerIdScripts(calls, keys),
     ...settleScripts(calls, keys),
     ...reconcileScripts(calls, keys),
+    ...moveScripts(calls, keys),
   };
 }

@@ -1,10 +1,18 @@
-// Reconciliation and audit: inspect-4.lua reads a voucher's state atomically; repair-2.lua,
+// Reconciliation and audit: inspect-6.lua reads a voucher segment's state atomically; repair-2.lua,
 // requeue-2.lua and adopt-3.lua correct what reconciliation confirmed.
 import type { KeySpace } from '../keys.js';
 import { type InflightOrder, inflightRecord, parseInflight } from '../records.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
-/** A voucher's Redis state read in one atomic step. */
+/** A move of units from this segment to another not finished yet (segment-moves.ts). */
+export interface Lent {
+  moveId: string;
+  toShard: number;
+  units: number;
+  at: Date;
+}
+
+/** A voucher segment's Redis state read in one atomic step. */
 export interface RedisState {
   /** When this state was built (warm); repairs apply only to the state they observed. */
   gen: string;
@@ -13,8 +21,14 @@ export interface RedisState {
   buyers: Map<string, number>;
   /** Orders whose release the restock script has applied. */
   released: Set<string>;
-  /** The voucher's in-flight records. */
+  /** The segment's in-flight records. */
   inflight: InflightOrder[];
+  /** Units this segment lent that the receiver may not have yet. */
+  lent: Lent[];
+  /** Moves this segment received. */
+  received: Set<string>;
+  /** Bumped by every move step on this segment: unchanged means no unit moved in or out. */
+  moves: number;
 }
 
 /** Offsets to add (negative: take away). */
@@ -25,10 +39,10 @@ export interface Correction {
 }
 
 export interface ReconcileScripts {
-  /** null when the voucher has no Redis state. */
-  inspect(voucherId: bigint): Promise<RedisState | null>;
-  /** Adds the offsets to the state built at `gen`; false when it was rebuilt since. */
-  repair(voucherId: bigint, gen: string, correction: Correction): Promise<boolean>;
+  /** null when the segment (the voucher's own shard by default) has no Redis state. */
+  inspect(voucherId: bigint, shard?: number): Promise<RedisState | null>;
+  /** Adds the offsets to the segment's state built at `gen`; false when it was rebuilt since. */
+  repair(voucherId: bigint, shard: number, gen: string, correction: Correction): Promise<boolean>;
   /** Appends a new stream entry for an in-flight order whose entry was lost. */
   requeue(order: InflightOrder): Promise<boolean>;
   /** Gives a not-yet-stored stream entry its lost in-flight record back. */
@@ -37,41 +51,54 @@ export interface ReconcileScripts {
 
 /** Each script answers 1 when it changed something, 0 when it found nothing to change. */
 const APPLIED = 1;
-/** inspect-4.lua's first value when the voucher has no state. */
+/** inspect-6.lua's first value when the segment has no state. */
 const ABSENT = 0;
+
+const pairsOf = (flat: string[]) => Array.from({ length: flat.length >> 1 }, (_, i) => [flat[2 * i]!, flat[2 * i + 1]!] as const);
 
 export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileScripts {
   const inspect = scriptCall(calls, 'inspect');
   const repair = scriptCall(calls, 'repair');
   const requeue = scriptCall(calls, 'requeue');
   const adopt = scriptCall(calls, 'adopt');
-  const shardKeys = (voucherId: bigint) => [keys.inflight(keys.shardOf(voucherId)), keys.orders(keys.shardOf(voucherId))];
+  const shardKeys = (shard: number) => [keys.inflight(shard), keys.orders(shard)];
   return {
-    async inspect(voucherId) {
-      const [exists, gen, stock, inflightCounter, buyers, released, inflight] = (await inspect(
-        keys.voucher(voucherId),
-        keys.buyers(voucherId),
-        keys.released(voucherId),
-        keys.inflight(keys.shardOf(voucherId)),
+    async inspect(voucherId, shard = keys.shardOf(voucherId)) {
+      const [exists, gen, stock, inflightCounter, buyers, released, inflight, lent, received, moves] = (await inspect(
+        keys.voucher(voucherId, shard),
+        keys.buyers(voucherId, shard),
+        keys.released(voucherId, shard),
+        keys.inflight(shard),
+        keys.movesOut(voucherId, shard),
+        keys.movesIn(voucherId, shard),
         voucherId.toString(),
-      )) as [number, string, number, number, string[], string[], string[]];
+      )) as [number, string, number, number, string[], string[], string[], string[], string[], number];
       if (exists === ABSENT) return null;
-      const counts = new Map<string, number>();
-      for (let i = 0; i + 1 < buyers.length; i += 2) counts.set(buyers[i]!, Number(buyers[i + 1]));
-      const orders: InflightOrder[] = [];
-      for (let i = 0; i + 1 < inflight.length; i += 2) orders.push(parseInflight(inflight[i]!, inflight[i + 1]!));
-      return { gen, stock, inflightCounter, buyers: counts, released: new Set(released), inflight: orders };
+      return {
+        gen,
+        stock,
+        inflightCounter,
+        buyers: new Map(pairsOf(buyers).map(([user, units]) => [user, Number(units)])),
+        released: new Set(released),
+        inflight: pairsOf(inflight).map(([orderId, record]) => parseInflight(orderId, record, shard)),
+        lent: pairsOf(lent).map(([moveId, record]) => {
+          const [toShard, units, ms] = record.split('|').map(Number) as [number, number, number];
+          return { moveId, toShard, units, at: new Date(ms) };
+        }),
+        received: new Set(received),
+        moves,
+      };
     },
-    async repair(voucherId, gen, { stock, inflightCounter, buyers }) {
+    async repair(voucherId, shard, gen, { stock, inflightCounter, buyers }) {
       const pairs = [...buyers].flatMap(([user, offset]) => [user, offset]);
-      return (await repair(keys.voucher(voucherId), keys.buyers(voucherId), gen, stock, inflightCounter, ...pairs)) === APPLIED;
+      return (await repair(keys.voucher(voucherId, shard), keys.buyers(voucherId, shard), gen, stock, inflightCounter, ...pairs)) === APPLIED;
     },
     async requeue(order) {
-      return (await requeue(...shardKeys(BigInt(order.voucherId)), order.orderId, inflightRecord(order))) === APPLIED;
+      return (await requeue(...shardKeys(order.shard), order.orderId, inflightRecord(order))) === APPLIED;
     },
     async adopt(order) {
-      const voucherId = BigInt(order.voucherId);
-      return (await adopt(...shardKeys(voucherId), keys.voucher(voucherId), order.orderId, order.streamId, inflightRecord(order))) === APPLIED;
+      const voucherKey = keys.voucher(BigInt(order.voucherId), order.shard);
+      return (await adopt(...shardKeys(order.shard), voucherKey, order.orderId, order.streamId, inflightRecord(order))) === APPLIED;
     },
   };
 }

@@ -36,8 +36,8 @@ export function settleScripts(calls: ScriptCalls, keys: KeySpace): SettleScripts
       for (const o of orders) {
         let index = voucherIndex.get(o.voucherId);
         if (index === undefined) {
-          if (keys.shardOf(o.voucherId) !== shard) throw new Error(`order ${o.orderId} is not on shard ${shard}`);
-          index = keyList.push(keys.voucher(o.voucherId), keys.buyers(o.voucherId)) - 1; // 1-based index of the voucher key
+          // The stream's shard names the voucher's segment the order was admitted in.
+          index = keyList.push(keys.voucher(o.voucherId, shard), keys.buyers(o.voucherId, shard)) - 1; // 1-based index of the voucher key
           voucherIndex.set(o.voucherId, index);
         }
         // One argument per order: a thousand short arguments cost ioredis more than the joining.

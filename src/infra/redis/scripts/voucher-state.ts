@@ -5,6 +5,8 @@ import { type ScriptCalls, scriptCall } from './loader.js';
 
 export interface WarmInput {
   voucherId: bigint;
+  /** The segment's shard; the voucher's own when absent. */
+  shard?: number;
   stock: number;
   beginMs: number;
   endMs: number;
@@ -20,7 +22,9 @@ const WarmCode = { CREATED: 1, EXISTED: 0 } as const;
 
 export interface RestockInput {
   voucherId: bigint;
-  /** The released order, its buyer and its units. */
+  /** The segment's shard (the buyer's home segment); the voucher's own when absent. */
+  shard?: number;
+  /** The released order, its buyer and its units; orderId "" to promote waiting users only. */
   orderId: string;
   userId: string;
   quantity: number;
@@ -57,9 +61,9 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
   return {
     async warm(w) {
       const code = await warm(
-        keys.voucher(w.voucherId),
-        keys.buyers(w.voucherId),
-        keys.released(w.voucherId),
+        keys.voucher(w.voucherId, w.shard),
+        keys.buyers(w.voucherId, w.shard),
+        keys.released(w.voucherId, w.shard),
         w.stock,
         w.beginMs,
         w.endMs,
@@ -70,14 +74,13 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
       );
       return code === WarmCode.CREATED;
     },
-    async restock({ voucherId, orderId, userId, quantity, promotionIds }) {
-      const shard = keys.shardOf(voucherId);
+    async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds }) {
       const reply = (await restock(
-        keys.voucher(voucherId),
-        keys.buyers(voucherId),
-        keys.released(voucherId),
-        keys.waitlist(voucherId),
-        keys.waitlistQuantities(voucherId),
+        keys.voucher(voucherId, shard),
+        keys.buyers(voucherId, shard),
+        keys.released(voucherId, shard),
+        keys.waitlist(voucherId, shard),
+        keys.waitlistQuantities(voucherId, shard),
         keys.inflight(shard),
         keys.orders(shard),
         voucherId.toString(),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { type AdmitClaim, AdmitCode, type ClaimRateLimits, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
+import { type AdmitClaim, AdmitCode, type AdmitOptions, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
 import { createScripts, type Scripts } from '../../../../src/infra/redis/scripts/index.js';
 import { batchAdmissions } from '../../../../src/claims/admission-batch.js';
 import { testRedis } from '../../../support/helpers.js';
@@ -146,20 +146,20 @@ describe('admit script, several claims in one call', () => {
   it('when the user bucket is on, then each claim of a batch takes a token from its own buyer', async () => {
     const v = await voucher(10, 5);
     const limits = { voucher: { rate: 0, burst: 0 }, user: { rate: 0.01, burst: 1 } }; // a token per 100 s
-    const results = await scripts.admitMany(v, [claim(1n), claim(2n), claim(1n)], limits);
+    const results = await scripts.admitMany(v, [claim(1n), claim(2n), claim(1n)], { limits });
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.RATE_LIMITED]);
     assert.ok(results[2]!.retryAfterMs! > 0);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '8');
-    assert.equal((await scripts.admitMany(v, [claim(2n)], limits))[0]!.code, AdmitCode.RATE_LIMITED, 'the bucket was stored at the end of the batch');
+    assert.equal((await scripts.admitMany(v, [claim(2n)], { limits }))[0]!.code, AdmitCode.RATE_LIMITED, 'the bucket was stored at the end of the batch');
   });
 
   it('when the voucher bucket holds fewer tokens than a batch has claims, then the first claims take them and the rest wait', async () => {
     const v = await voucher(10, 1);
     const limits = { voucher: { rate: 0.01, burst: 2 }, user: { rate: 0, burst: 0 } };
-    const results = await scripts.admitMany(v, [claim(1n), claim(1n), claim(2n), claim(3n)], limits);
+    const results = await scripts.admitMany(v, [claim(1n), claim(1n), claim(2n), claim(3n)], { limits });
     // The repeat buyer's LIMIT_EXCEEDED took a token too: a claim that reaches the checks has paid.
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.LIMIT_EXCEEDED, AdmitCode.RATE_LIMITED, AdmitCode.RATE_LIMITED]);
-    assert.equal((await scripts.admitMany(v, [claim(4n)], limits))[0]!.code, AdmitCode.RATE_LIMITED);
+    assert.equal((await scripts.admitMany(v, [claim(4n)], { limits }))[0]!.code, AdmitCode.RATE_LIMITED);
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '9');
   });
 
@@ -176,9 +176,9 @@ describe('claims batched per voucher and event-loop turn', () => {
   function countingScripts() {
     const calls: { voucherId: bigint; claims: number }[] = [];
     const counted = {
-      admitMany: (voucherId: bigint, claims: AdmitClaim[], limits?: ClaimRateLimits) => {
+      admitMany: (voucherId: bigint, claims: AdmitClaim[], options?: AdmitOptions) => {
         calls.push({ voucherId, claims: claims.length });
-        return scripts.admitMany(voucherId, claims, limits);
+        return scripts.admitMany(voucherId, claims, options);
       },
     };
     return { calls, admit: batchAdmissions(counted, NO_RATE_LIMITS) };

@@ -1,0 +1,98 @@
+// Units moving between the segments of one voucher (segments.ts), so that splitting the stock
+// never undersells: a buyer's home segment that runs short borrows from the others, and units given
+// back where nobody waits go to a segment where somebody does. Each move is four steps, each on one
+// slot (infra/redis/scripts/moves.ts): lend (the lender's stock goes down, the move is recorded
+// there), receive (the receiver's stock goes up, once per move), then both records are dropped. A
+// mover that dies half-way leaves the lender's record, and `finishStale` (reconciliation) does the
+// rest: no unit is lost, none is counted twice.
+import type { IdGenerator } from '../ids/worker-lease.js';
+import type { KeySpace } from '../infra/redis/keys.js';
+import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { Scripts } from '../infra/redis/scripts/index.js';
+import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
+import { segmentShards } from './segments.js';
+import type { Voucher } from './voucher.js';
+
+export interface SegmentMoves {
+  /**
+   * Moves units into `toShard` from the voucher's other segments until it got `need`, or every
+   * other segment is empty; returns the units it got.
+   */
+  borrow(v: Voucher, toShard: number, need: number): Promise<number>;
+  /**
+   * Units `fromShard` has while its own waitlist is empty go to the segments with waiting users,
+   * who are promoted there (a waitlist is per segment: a buyer waits in their home segment).
+   */
+  handOff(v: Voucher, fromShard: number): Promise<Promotion[]>;
+  /** Finishes the moves lent longer than `olderThanMs` ago (their mover died); returns how many. */
+  finishStale(v: Voucher, olderThanMs: number): Promise<number>;
+}
+
+export interface SegmentMovesDeps {
+  redis: RedisClient;
+  keys: KeySpace;
+  scripts: Pick<Scripts, 'lend' | 'receive' | 'forget' | 'restock' | 'inspect'>;
+  /** Move ids and promotion order ids; leased on first use. */
+  ids: () => Promise<IdGenerator>;
+}
+
+export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDeps): SegmentMoves {
+  let turn = 0;
+
+  /** The segments other than `shard`, from a different one each call: borrowers spread over lenders. */
+  const others = (v: Voucher, shard: number) => {
+    const rest = segmentShards(v, keys).filter((s) => s !== shard);
+    const start = turn++ % Math.max(1, rest.length);
+    return [...rest.slice(start), ...rest.slice(0, start)];
+  };
+
+  async function move(v: Voucher, fromShard: number, toShard: number, need: number): Promise<number> {
+    const moveId = (await ids()).next().toString();
+    const units = await scripts.lend(v.id, fromShard, moveId, toShard, need);
+    if (units === 0) return 0;
+    // Missing receiver (its state was lost): the move stays lent, finishStale gives it later.
+    if (!(await scripts.receive(v.id, toShard, moveId, units))) return 0;
+    await scripts.forget(v.id, fromShard, toShard, moveId);
+    return units;
+  }
+
+  return {
+    async borrow(v, toShard, need) {
+      let got = 0;
+      for (const from of others(v, toShard)) {
+        if (got >= need) break;
+        got += await move(v, from, toShard, need - got);
+      }
+      return got;
+    },
+
+    async handOff(v, fromShard) {
+      if (!v.waitlist || segmentShards(v, keys).length === 1) return [];
+      if ((await redis.zcard(keys.waitlist(v.id, fromShard))) > 0) return [];
+      const promotions: Promotion[] = [];
+      for (const to of others(v, fromShard)) {
+        const waiting = await redis.zcard(keys.waitlist(v.id, to));
+        if (waiting === 0) continue;
+        if ((await move(v, fromShard, to, 1)) === 0) break; // nothing left to give
+        const generator = await ids();
+        const result = await scripts.restock({ voucherId: v.id, shard: to, orderId: '', userId: '', quantity: 0, promotionIds: Array.from({ length: waiting }, () => generator.next()) });
+        if (result.kind === 'restocked') promotions.push(...result.promotions);
+      }
+      return promotions;
+    },
+
+    async finishStale(v, olderThanMs) {
+      let finished = 0;
+      for (const from of segmentShards(v, keys)) {
+        const state = await scripts.inspect(v.id, from);
+        for (const lent of state?.lent ?? []) {
+          if (Date.now() - lent.at.getTime() < olderThanMs) continue;
+          if (!(await scripts.receive(v.id, lent.toShard, lent.moveId, lent.units))) continue;
+          await scripts.forget(v.id, from, lent.toShard, lent.moveId);
+          finished += 1;
+        }
+      }
+      return finished;
+    },
+  };
+}

@@ -1,0 +1,123 @@
+// Stock segments on a real Redis Cluster (three masters): a hot voucher's stock spread over three
+// masters sells exactly its stock, the last unit included, to a burst of 20x as many buyers; the
+// per-user limit and Idempotency-Key hold across segments; a move of units that dies half-way
+// neither loses nor doubles a unit; the waitlist, expiry and a lost segment are handled.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { shardMasters } from '../../src/infra/redis/redis-client.js';
+import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
+import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
+import { startClusterTopology } from '../support/private-redis.js';
+import { injectClaims, startSale } from '../support/sale.js';
+import { waitFor } from '../support/wait.js';
+
+describe('stock segments on a Redis Cluster', async () => {
+  const cluster = await startClusterTopology();
+  const t = await startTestApp('segments', {
+    REDIS_CLUSTER_NODES: cluster.nodes,
+    SHARDS: '12',
+    EXPIRY_POLL_MS: '100',
+    RECONCILE_INTERVAL_MS: '1000',
+    BUCKET_USER_RATE: '0',
+  });
+  after(() => cluster.stop()); // after the app: after hooks run in order
+  await t.c.startWorkers();
+  const voucherOf = async (id: string) => (await t.c.directory.get(BigInt(id)))!;
+
+  it('when a voucher is created with segments: 3, then its stock is on three masters and a 20x burst buys exactly all of it', { timeout: 60_000 }, async () => {
+    const v = await createVoucher(t, { stock: 150, segments: 3 });
+    assert.equal(v.segments, 3);
+    const voucher = await voucherOf(v.id);
+    const masterOf = (await shardMasters(t.c.redis, t.c.keys))!;
+    const shards = segmentShards(voucher, t.c.keys);
+    assert.equal(new Set(shards.map(masterOf)).size, 3, 'one segment per master');
+    // Nearly every buyer lives in one segment: it runs dry first and borrows the others' units
+    // (their own 30 buyers leave most of them unsold).
+    const users = Array.from({ length: 20_000 }, (_, i) => i + 1);
+    const homedAt = (u: number) => homeShard(voucher, BigInt(u), t.c.keys);
+    const crowd = [...users.filter((u) => homedAt(u) === shards[0]).slice(0, 2_970), ...users.filter((u) => homedAt(u) !== shards[0]).slice(0, 30)];
+    const send = injectClaims(t, v.id);
+    const sale = startSale({ send: (i, key) => send(crowd[i - 1]!, key), firstUser: 1, buyers: crowd.length, concurrency: 200 });
+    await sale.done;
+    assert.equal(sale.admitted().length, 150, 'every unit sold, the last one included');
+    assert.ok(sale.answers.filter((a) => a.status === 409).every((a) => a.code === 'SOLD_OUT'));
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, sale.admitted());
+    assert.equal(truth.orders.length, 150);
+    assert.equal(truth.dbStock, 0);
+    assert.equal(truth.redisStock, 0);
+  });
+
+  it('when one buyer claims through several segments\' worth of traffic, then the limit and the Idempotency-Key are exact', { timeout: 30_000 }, async () => {
+    const v = await createVoucher(t, { stock: 30, segments: 3, perUserLimit: 2 });
+    const user = 7;
+    const first = await claim(t, v.id, user, { idempotencyKey: 'a' });
+    const again = await claim(t, v.id, user, { idempotencyKey: 'a' });
+    assert.equal(first.statusCode, 202);
+    assert.equal(again.json().orderId, first.json().orderId, 'a retry returns the same order');
+    assert.equal((await claim(t, v.id, user, { idempotencyKey: 'b' })).statusCode, 202);
+    const third = await claim(t, v.id, user, { idempotencyKey: 'c' });
+    assert.equal(third.json().code, 'LIMIT_EXCEEDED');
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, [first.json().orderId]);
+    assert.equal(truth.redisBuyers.get(String(user)), 2);
+    assert.equal(truth.orders.filter((o) => o.user_id === String(user)).length, 2);
+  });
+
+  it('when a move between segments dies after lending, then the units are neither lost nor doubled and reconciliation finishes it', { timeout: 40_000 }, async () => {
+    const v = await createVoucher(t, { stock: 90, segments: 3 });
+    const voucher = await voucherOf(v.id);
+    const [from, to] = segmentShards(voucher, t.c.keys) as [number, number];
+    // The mover's first step only, as if its process died right after.
+    const lent = await t.c.scripts.lend(BigInt(v.id), from, '1', to, 10);
+    assert.equal(lent, 15, 'half the lender\'s 30 units');
+    const audit = await t.c.audit(BigInt(v.id), { drained: true });
+    assert.ok(audit?.ok, `lent units still count: ${JSON.stringify(audit?.checks.filter((c) => !c.ok))}`);
+    await waitFor('reconciliation to finish the move', async () => Number(await t.c.redis.hget(t.c.keys.voucher(BigInt(v.id), to), 'stock')) === 45, 20_000, 200);
+    assert.equal(await t.c.redis.hlen(t.c.keys.movesOut(BigInt(v.id), from)), 0);
+    const sale = startSale({ send: injectClaims(t, v.id), firstUser: 50_000, buyers: 300, concurrency: 50 });
+    await sale.done;
+    assert.equal(sale.admitted().length, 90);
+    await waitForDrain(t.c, v.id);
+    await assertInvariants(t.c, v.id, sale.admitted());
+  });
+
+  it('when unpaid orders expire, then waiting buyers of every segment get the units back', { timeout: 40_000 }, async () => {
+    const v = await createVoucher(t, { stock: 3, segments: 3, waitlist: true, paymentTimeoutSeconds: 2 });
+    const voucher = await voucherOf(v.id);
+    const sale = startSale({ send: injectClaims(t, v.id), firstUser: 70_000, buyers: 30, concurrency: 30 });
+    await sale.done;
+    const admitted = sale.admitted();
+    assert.equal(admitted.length, 3);
+    const waiting = sale.answers.filter((a) => a.status === 409 && a.code === 'SOLD_OUT').map((a) => a.user);
+    assert.ok(waiting.length > 0);
+    // Nobody pays: three units come back; waiting buyers get them, whichever segment they wait in.
+    await waitFor('three waiting buyers promoted', async () => {
+      const rows = await t.c.db.selectFrom('orders').select(['user_id', 'status']).where('voucher_id', '=', v.id).execute();
+      return rows.filter((r) => waiting.includes(Number(r.user_id))).length === 3;
+    }, 20_000, 200);
+    const homes = new Set(waiting.map((u) => homeShard(voucher, BigInt(u), t.c.keys)));
+    assert.ok(homes.size > 1, 'the waiting buyers were spread over segments');
+    await waitForDrain(t.c, v.id);
+    const audit = await t.c.audit(BigInt(v.id), { drained: true });
+    assert.ok(audit?.ok, JSON.stringify(audit?.checks.filter((c) => !c.ok)));
+  });
+
+  it('when one segment\'s state is lost, then it is rebuilt, reconciliation gives it back its units and the rest of the stock sells exactly', { timeout: 40_000 }, async () => {
+    const v = await createVoucher(t, { stock: 60, segments: 3 });
+    const first = startSale({ send: injectClaims(t, v.id), firstUser: 90_000, buyers: 15, concurrency: 5 });
+    await first.done;
+    await waitForDrain(t.c, v.id);
+    const voucher = await voucherOf(v.id);
+    const lost = segmentShards(voucher, t.c.keys)[1]!;
+    await t.c.redis.del(t.c.keys.voucher(BigInt(v.id), lost), t.c.keys.buyers(BigInt(v.id), lost), t.c.keys.idempotency(BigInt(v.id), lost));
+    await waitFor('the lost segment rebuilt and repaired', async () => (await readTruth(t.c, v.id)).redisStock === 45, 20_000, 200);
+    const rest = startSale({ send: injectClaims(t, v.id), firstUser: 91_000, buyers: 200, concurrency: 50 });
+    await rest.done;
+    assert.equal(rest.admitted().length, 45, 'exactly the units the database could still sell');
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, [...first.admitted(), ...rest.admitted()]);
+    assert.equal(truth.orders.length, 60);
+  });
+});
