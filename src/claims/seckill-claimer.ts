@@ -8,6 +8,7 @@
 // A voucher of several segments (vouchers/segments.ts) is claimed in the buyer's home segment. When
 // that one is short, it borrows units from the others before the buyer hears SOLD_OUT (or joins
 // the waitlist), so the last unit sells whichever segment holds it.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { AdmitCode, type AdmitResult } from '../infra/redis/scripts/admission.js';
@@ -19,8 +20,11 @@ import type { Claim, Claimer } from './claim.js';
 import { ADMIT_OUTCOME, admitErrorOf, soldOutError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
-/** Borrow rounds before a short segment's buyer hears SOLD_OUT: others may take borrowed units first. */
-const BORROW_ROUNDS = 3;
+/**
+ * Borrow rounds before a short segment's buyer hears SOLD_OUT although units are left somewhere
+ * (other buyers took what this one borrowed, or the units were on their way between segments).
+ */
+const BORROW_ROUNDS = 10;
 
 export interface ClaimSeckillDeps {
   ids: IdGenerator;
@@ -58,11 +62,12 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
       const segments = claim.voucher.segmentShards.length;
       // Flagged: every segment was seen empty lately, so there is nothing to borrow.
       result = await admitWarm(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
-      for (let round = 0; result.code === AdmitCode.SHORT; round++) {
+      for (let round = 1; result.code === AdmitCode.SHORT; round++) {
         const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
-        everywhereShort = borrowed === 0;
-        const last = borrowed === 0 || round + 1 >= BORROW_ROUNDS;
-        result = await admitWarm(claim, input, { shard, enrol: last, tokens: false });
+        // Nothing to borrow: sold out only if no unit is left anywhere, not even on its way.
+        everywhereShort = borrowed === 0 && !(await moves.anyUnits(claim.voucher));
+        if (borrowed === 0 && !everywhereShort) await sleep(1);
+        result = await admitWarm(claim, input, { shard, segments, enrol: everywhereShort || round >= BORROW_ROUNDS, tokens: false });
       }
     }
     // A segment's `closed` speaks for the voucher only when no other segment had a unit either.

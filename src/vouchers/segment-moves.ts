@@ -19,6 +19,8 @@ export interface SegmentMoves {
    * other segment is empty; returns the units it got.
    */
   borrow(v: Voucher, toShard: number, need: number): Promise<number>;
+  /** Whether any segment has a unit, or units on their way between two (a borrow found none). */
+  anyUnits(v: Voucher): Promise<boolean>;
   /**
    * Units `fromShard` has while its own waitlist is empty go to the segments with waiting users,
    * who are promoted there (a waitlist is per segment: a buyer waits in their home segment).
@@ -64,6 +66,15 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
         got += await move(v, from, toShard, need - got);
       }
       return got;
+    },
+
+    async anyUnits(v) {
+      const shards = segmentShards(v, keys);
+      const [stocks, lent] = await Promise.all([
+        Promise.all(shards.map((s) => redis.hget(keys.voucher(v.id, s), 'stock'))),
+        Promise.all(shards.map((s) => redis.hlen(keys.movesOut(v.id, s)))),
+      ]);
+      return stocks.some((s) => Number(s ?? 0) > 0) || lent.some((n) => n > 0);
     },
 
     async handOff(v, fromShard) {

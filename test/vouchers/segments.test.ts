@@ -78,7 +78,9 @@ describe('stock segments on a Redis Cluster', async () => {
     assert.equal(await t.c.redis.hlen(t.c.keys.movesOut(BigInt(v.id), from)), 0);
     const sale = startSale({ send: injectClaims(t, v.id), firstUser: 50_000, buyers: 300, concurrency: 50 });
     await sale.done;
-    assert.equal(sale.admitted().length, 90);
+    const codes = sale.answers.reduce<Record<string, number>>((n, a) => ({ ...n, [a.code ?? a.status]: (n[a.code ?? a.status] ?? 0) + 1 }), {});
+    const stocks = await Promise.all(segmentShards(voucher, t.c.keys).map((s) => t.c.redis.hget(t.c.keys.voucher(BigInt(v.id), s), 'stock')));
+    assert.equal(sale.admitted().length, 90, JSON.stringify({ codes, stocks }));
     await waitForDrain(t.c, v.id);
     await assertInvariants(t.c, v.id, sale.admitted());
   });

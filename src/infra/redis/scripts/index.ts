@@ -12,8 +12,13 @@ import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
 
 export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts;
 
-/** Script commands whose callers batch already (client.ts leaves them out of auto-pipelining). */
-export const SELF_BATCHED_COMMANDS = [commandOf('admit')] as const;
+/**
+ * Script commands whose callers batch already (client.ts leaves them out of auto-pipelining).
+ * They are also the ones with a varying number of keys (`name-n.lua`), whose first argument is
+ * that number, not a key: on a cluster, ioredis would group them into another slot's pipeline by
+ * it, and the whole pipeline would fail ("same slots allocation group").
+ */
+export const SELF_BATCHED_COMMANDS = [commandOf('admit'), commandOf('settle')] as const;
 
 export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
   const calls = loadScripts(redis);
