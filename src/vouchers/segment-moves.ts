@@ -84,9 +84,12 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
       for (const to of others(v, fromShard)) {
         const waiting = await redis.zcard(keys.waitlist(v.id, to));
         if (waiting === 0) continue;
-        if ((await move(v, fromShard, to, 1)) === 0) break; // nothing left to give
+        const units = await move(v, fromShard, to, 1);
+        if (units === 0) break; // nothing left to give
+        // Each promotion takes at least one unit: no more ids than units or waiting buyers.
         const generator = await ids();
-        const result = await scripts.restock({ voucherId: v.id, shard: to, orderId: '', userId: '', quantity: 0, promotionIds: Array.from({ length: waiting }, () => generator.next()) });
+        const promotionIds = Array.from({ length: Math.min(waiting, units) }, () => generator.next());
+        const result = await scripts.restock({ voucherId: v.id, shard: to, orderId: '', userId: '', quantity: 0, promotionIds });
         if (result.kind === 'restocked') promotions.push(...result.promotions);
       }
       return promotions;
