@@ -9,7 +9,8 @@ await t.c.startWorkers();
 
 /** `seckill audit` as an operator runs it, against this file's database and Redis prefix. */
 async function audit(voucherId: string, ...flags: string[]): Promise<Finished> {
-  const env = { DATABASE_URL: t.c.config.databaseUrl, REDIS_URL: t.c.config.redisUrl, REDIS_PREFIX: t.c.config.redisPrefix, SHARDS: String(t.c.config.shards) };
+  const pick = ['DATABASE_URL', 'REDIS_URL', 'REDIS_PREFIX', 'SHARDS', 'REDIS_CLUSTER_NODES'];
+  const env = Object.fromEntries(pick.map((name) => [name, t.env[name] ?? '']));
   return runSeckill(['audit', '--voucher', voucherId, ...flags], { env });
 }
 

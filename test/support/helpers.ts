@@ -13,6 +13,8 @@ import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** Set by scripts/test.sh for its second pass: the apps of the tests run on this Redis Cluster. */
+const REDIS_CLUSTER_NODES = process.env.TEST_REDIS_CLUSTER_NODES;
 export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
 
 /** A unique, valid name for this test file's prefix and database. */
@@ -30,6 +32,7 @@ export function testEnv(label: string, overrides: Record<string, string> = {}, m
     JWT_SECRET: 'test-secret',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHARDS: '4',
+    ...(REDIS_CLUSTER_NODES ? { REDIS_CLUSTER_NODES } : {}),
     ...overrides,
   };
 }
