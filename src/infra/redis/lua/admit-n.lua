@@ -1,8 +1,10 @@
--- admit: atomically admit (or reject) each of a batch of seckill claims on ONE voucher, in order,
--- and hand every admitted one to the shard's order stream. A batch is what one API process
--- received for the voucher in one turn of its event loop; each claim sees the effects of the ones
--- before it, exactly as if each had been a call of its own.
--- KEYS[1] voucher hash   {stock, begin, end, limit, inflight, expire, waitcap, gen, seen}; `seen` is
+-- admit: atomically admit (or reject) each of a batch of seckill claims on ONE voucher segment, in
+-- order, and hand every admitted one to the shard's order stream. A batch is what one API process
+-- received for the segment in one turn of its event loop; each claim sees the effects of the ones
+-- before it, exactly as if each had been a call of its own. Reads and writes are per batch, not
+-- per claim (one HMGET of the buyers' counts, one of their idempotency records, one write of each
+-- key at the end): in Redis, a command costs more than the Lua around it.
+-- KEYS[1] voucher hash   {stock, begin, end, limit, expire, waitcap, gen, seen, inflight}; `seen` is
 --                        bumped here whenever a user gains an idempotency record or a waitlist place
 -- KEYS[2] buyers hash    userId -> units held
 -- KEYS[3] idempotency    "userId:key" -> "orderId:quantity"
@@ -36,7 +38,7 @@ local enrol = ARGV[6] == '1'
 local claims = (#ARGV - 6) / 4
 local out = {}
 
-local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen')
+local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen', 'inflight')
 if v[1] == false then
   for i = 1, claims do
     out[#out + 1] = 2; out[#out + 1] = ''; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = ''
@@ -45,7 +47,31 @@ if v[1] == false then
 end
 local stock = tonumber(v[1])
 local cap = tonumber(v[6] or '0')
+local seen = tonumber(v[8] or '0')
 local now, nowMicros = sk_now()
+
+-- Every claim's buyer count and idempotency record, read once for the batch.
+local users, idemFields = {}, {}
+for i = 1, claims do
+  local base = 3 + 4 * i
+  users[i] = ARGV[base]
+  if ARGV[base + 3] ~= '' then idemFields[#idemFields + 1] = ARGV[base] .. ':' .. ARGV[base + 3] end
+end
+local held = {}
+local stored = redis.call('HMGET', KEYS[2], unpack(users))
+for i = 1, claims do
+  if held[users[i]] == nil then held[users[i]] = tonumber(stored[i] or '0') end
+end
+local records = {}
+if #idemFields > 0 then
+  stored = redis.call('HMGET', KEYS[3], unpack(idemFields))
+  for j = 1, #idemFields do records[idemFields[j]] = stored[j] end
+end
+
+-- What the batch writes, once each at the end.
+local admitted = 0
+local buyersChanged, inflightOut, recordsOut = {}, {}, {}
+local seenBefore = seen
 
 -- Token buckets: read once per batch, taken from claim by claim here, written once at the end
 -- (every claim of the batch sees the same Redis time, so this equals a read and write per claim).
@@ -53,9 +79,9 @@ local vLevel, vTaken = nil, false
 if vRate > 0 then vLevel = sk_bucket_level(redis.call('GET', KEYS[8]), vRate, vBurst, now) end
 local uLevel, uTaken = {}, {}
 if uRate > 0 then
-  local stored = redis.call('MGET', unpack(KEYS, 9, 8 + claims))
+  local levels = redis.call('MGET', unpack(KEYS, 9, 8 + claims))
   for i = 1, claims do
-    if uLevel[KEYS[8 + i]] == nil then uLevel[KEYS[8 + i]] = sk_bucket_level(stored[i], uRate, uBurst, now) end
+    if uLevel[KEYS[8 + i]] == nil then uLevel[KEYS[8 + i]] = sk_bucket_level(levels[i], uRate, uBurst, now) end
   end
 end
 
@@ -78,7 +104,7 @@ end
 local function soldOut(waitlisted, waitlistFull)
   local closed = 0
   if stock < 1 and waitlistFull then closed = 1 end
-  return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. (v[8] or '0')
+  return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. seen
 end
 
 -- Claim i; returns its six values.
@@ -91,7 +117,7 @@ local function claim(i)
 
   local idemField = userId .. ':' .. idemKey
   if idemKey ~= '' then
-    local earlier = redis.call('HGET', KEYS[3], idemField)
+    local earlier = records[idemField]
     if earlier then
       local sep = string.find(earlier, ':', 1, true)
       local earlierQuantity = tonumber(string.sub(earlier, sep + 1))
@@ -100,8 +126,7 @@ local function claim(i)
     end
   end
 
-  local held = tonumber(redis.call('HGET', KEYS[2], userId) or '0')
-  local code = sk_check(stock, v, held, quantity, now)
+  local code = sk_check(stock, v, held[userId], quantity, now)
   if code == 6 and not enrol then return 9, '', 0, 0, 0, '' end
   if code == 6 then
     -- Sold out: enrol the user on the waitlist once (FIFO by enrolment time), while there is room.
@@ -112,19 +137,26 @@ local function claim(i)
     -- Claims of one batch share a Redis time: + (i - 1) µs keeps their enrolment FIFO.
     redis.call('ZADD', KEYS[6], tonumber(nowMicros) + i - 1, userId)
     redis.call('HSET', KEYS[7], userId, quantity)
-    v[8] = redis.call('HINCRBY', KEYS[1], 'seen', 1)
+    seen = seen + 1
     redis.call('EXPIREAT', KEYS[6], v[5])
     redis.call('EXPIREAT', KEYS[7], v[5])
     return soldOut(1, waiting + 1 >= cap)
   end
   if code ~= 0 then return code, '', 0, 0, 0, '' end
 
-  sk_admit(KEYS[1], KEYS[2], KEYS[4], KEYS[5], voucherId, userId, orderId, quantity, now, v[5])
   stock = stock - quantity
+  admitted = admitted + 1
+  held[userId] = held[userId] + quantity
+  buyersChanged[userId] = true
+  local order = sk_order(voucherId, userId, quantity, now)
+  local streamId = redis.call('XADD', KEYS[5], '*', 'd', orderId .. '|' .. order)
+  inflightOut[#inflightOut + 1] = orderId
+  inflightOut[#inflightOut + 1] = order .. '|' .. streamId
   if idemKey ~= '' then
-    redis.call('HSET', KEYS[3], idemField, orderId .. ':' .. quantity)
-    redis.call('EXPIREAT', KEYS[3], v[5])
-    v[8] = redis.call('HINCRBY', KEYS[1], 'seen', 1)
+    records[idemField] = orderId .. ':' .. quantity
+    recordsOut[#recordsOut + 1] = idemField
+    recordsOut[#recordsOut + 1] = records[idemField]
+    seen = seen + 1
   end
   return 0, orderId, quantity, 0, 0, ''
 end
@@ -133,6 +165,24 @@ for i = 1, claims do
   local code, orderId, quantity, waitlisted, closed, version = claim(i)
   out[#out + 1] = code; out[#out + 1] = orderId; out[#out + 1] = quantity
   out[#out + 1] = waitlisted; out[#out + 1] = closed; out[#out + 1] = version
+end
+
+if admitted > 0 then
+  local counts = {}
+  for user in pairs(buyersChanged) do
+    counts[#counts + 1] = user
+    counts[#counts + 1] = held[user]
+  end
+  redis.call('HSET', KEYS[2], unpack(counts))
+  redis.call('EXPIREAT', KEYS[2], v[5])
+  redis.call('HSET', KEYS[4], unpack(inflightOut))
+end
+if #recordsOut > 0 then
+  redis.call('HSET', KEYS[3], unpack(recordsOut))
+  redis.call('EXPIREAT', KEYS[3], v[5])
+end
+if admitted > 0 or seen ~= seenBefore then
+  redis.call('HSET', KEYS[1], 'stock', stock, 'inflight', tonumber(v[9] or '0') + admitted, 'seen', seen)
 end
 if vTaken then sk_bucket_store(KEYS[8], vLevel, vRate, vBurst, now) end
 for key in pairs(uTaken) do sk_bucket_store(key, uLevel[key], uRate, uBurst, now) end

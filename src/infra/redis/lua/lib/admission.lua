@@ -13,17 +13,23 @@ local function sk_check(stock, v, held, quantity, now)
   return 0
 end
 
--- Takes the units, counts them for the buyer, records the in-flight order and appends it to the
--- shard's stream (the order pipeline stores it).
+-- The order's part of its stream entry and of its in-flight record.
 -- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs" (one field is much
 -- cheaper for the pipeline to read than five). In-flight record, keyed by orderId:
 -- "voucherId|userId|quantity|createdMs|streamId" (requeue-2.lua rebuilds the entry from it).
+local function sk_order(voucherId, userId, quantity, now)
+  return voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
+end
+
+-- Takes the units, counts them for the buyer, records the in-flight order and appends it to the
+-- shard's stream (the order pipeline stores it). admit-n.lua does the same for a whole batch with
+-- one write per key (sk_admit_batch below).
 local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
   redis.call('HINCRBY', voucherKey, 'stock', -quantity)
   redis.call('HINCRBY', voucherKey, 'inflight', 1)
   redis.call('HINCRBY', buyersKey, userId, quantity)
   redis.call('EXPIREAT', buyersKey, expireAt)
-  local order = voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
+  local order = sk_order(voucherId, userId, quantity, now)
   local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order)
   redis.call('HSET', inflightKey, orderId, order .. '|' .. streamId)
 end
