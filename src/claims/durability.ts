@@ -8,11 +8,14 @@
 //   made it. When they do not confirm within ADMIT_WAIT_TIMEOUT_MS the claims of that call are
 //   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it once
 //   the replicas confirm. The admit calls of a process share that connection and wait one after
-//   the other: while a replica is down each call takes the whole timeout.
+//   the other: while a replica is down each call takes the whole timeout. On a cluster there is
+//   one such connection per master, and each admit call goes to the master of its segment's slot
+//   (read from the client's slot map at each call, so a failover or a resharding is followed).
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { dedicatedConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { type Cluster, Redis } from 'ioredis';
 import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
@@ -55,24 +58,68 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
     throw new Error(`ADMIT_WAIT_TIMEOUT_MS (${config.admitWaitTimeoutMs}) must be below REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs}): WAIT would time out in the client`);
   }
 
+  const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
   // WAIT written right after an admit call follows it on the wire.
-  // WAIT confirms the writes of one server's connection; on a cluster a voucher's admissions go
-  // to the master of its slot, which this client does not pin (yet).
-  if (isCluster(redis)) throw new Error('ADMIT_DURABILITY=replica is not supported on a Redis Cluster yet; use memory or fsync');
-  const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
-  onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
-  await redisReady(conn, REDIS_START_TIMEOUT_MS);
-  const admitOn = admissionScripts(loadScripts(conn), keys).admitMany;
-  const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
-  return async (voucherId, claims, options) => {
-    const [results, confirmed] = await Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
+  const confirmed = (conn: RedisClient, admitOn: AdmitMany): AdmitMany => async (voucherId, claims, options) => {
+    const [results, acks] = await Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
     // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
     // it needs the replicas too (this call's own writes, a token taken at least, come after it).
-    if (confirmed >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;
+    if (acks >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;
     throw new AppError(
       'UNAVAILABLE',
       `admission not confirmed by ${replicas} replica(s) within ${timeoutMs} ms; retry with the same Idempotency-Key (it returns the same order if it stands)`,
     );
+  };
+  if (isCluster(redis)) return perMasterAdmissions(redis, keys, log, onClose, confirmed);
+  const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
+  onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
+  await redisReady(conn, REDIS_START_TIMEOUT_MS);
+  return confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany);
+}
+
+/**
+ * On a cluster: an admissions connection per master, made on first use, and each admit call (with
+ * its WAIT) sent to the master that serves the segment's slot now. A call that meets a slot in
+ * motion (MOVED, a master gone) is answered 503: the client's retry finds the new master.
+ */
+function perMasterAdmissions(
+  cluster: Cluster,
+  keys: KeySpace,
+  log: Logger,
+  onClose: DurabilityDeps['onClose'],
+  confirmed: (conn: RedisClient, admitOn: AdmitMany) => AdmitMany,
+): AdmitMany {
+  const slots = new Map<number, Promise<number>>();
+  const slotOf = (shard: number) => {
+    let slot = slots.get(shard);
+    if (!slot) slots.set(shard, (slot = cluster.cluster('KEYSLOT', keys.orders(shard)) as Promise<number>));
+    return slot;
+  };
+  // Fails fast once made (no offline queue), so each is used only once it is ready.
+  const masters = new Map<string, Promise<AdmitMany>>();
+  const admitOnMaster = (node: string): Promise<AdmitMany> => {
+    let admit = masters.get(node);
+    if (!admit) {
+      const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))];
+      const conn = new Redis({ ...cluster.options.redisOptions, host, port, connectionName: 'seckill-admissions', enableAutoPipelining: false, enableOfflineQueue: false });
+      conn.on('error', (err: Error) => log.warn({ err, node }, 'admissions connection to a cluster master failed'));
+      onClose(`admissions connection to ${node}`, () => conn.quit().catch(() => conn.disconnect()));
+      admit = redisReady(conn, REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));
+      masters.set(node, admit);
+      admit.catch(() => masters.get(node) === admit && masters.delete(node)); // the next call tries again
+    }
+    return admit;
+  };
+  return async (voucherId, claims, options) => {
+    const slot = await slotOf(options?.shard ?? keys.shardOf(voucherId));
+    const master = cluster.slots[slot]?.[0];
+    if (!master) throw new AppError('UNAVAILABLE', 'the slot of this voucher has no master right now; retry shortly');
+    try {
+      return await (await admitOnMaster(master))(voucherId, claims, options);
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw new AppError('UNAVAILABLE', `the master of this voucher's slot did not take the claim (${(err as Error).message}); retry shortly`);
+    }
   };
 }

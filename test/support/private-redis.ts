@@ -172,6 +172,8 @@ export interface ClusterTopology {
   nodes: string;
   /** kill -9 of the master that serves `key`'s slot. */
   killMasterOf(key: string): Promise<void>;
+  /** kill -9 of that master's replica. */
+  killReplicaOf(key: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -183,13 +185,26 @@ export async function startClusterTopology(): Promise<ClusterTopology> {
   const nodes = started.settings.split('=')[1]!;
   const probe = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
   probe.on('error', () => {}); // it may be the node a test kills
+  /** CLUSTER SLOTS' entry for `key`'s slot: [from, to, master, …]. */
+  const slotRange = async (key: string) => {
+    const slot = Number(await probe.call('CLUSTER', 'KEYSLOT', key));
+    const ranges = (await probe.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    return ranges.find(([from, to]) => slot >= from && slot <= to)!;
+  };
   return {
     nodes,
     async killMasterOf(key) {
-      const slot = Number(await probe.call('CLUSTER', 'KEYSLOT', key));
-      const ranges = (await probe.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-      const [, , [, masterPort]] = ranges.find(([from, to]) => slot >= from && slot <= to)!;
+      const [, , [, masterPort]] = await slotRange(key);
       process.kill(Number(readFileSync(join(dir, `${masterPort}.pid`), 'utf8')), 'SIGKILL');
+    },
+    async killReplicaOf(key) {
+      // CLUSTER NODES, not SLOTS: SLOTS leaves out a replica that has not replicated a write yet.
+      const [, , [, masterPort]] = await slotRange(key);
+      const nodes = String(await probe.call('CLUSTER', 'NODES')).trim().split('\n').map((line) => line.split(' '));
+      const masterId = nodes.find(([, address]) => address!.startsWith(`127.0.0.1:${masterPort}@`))![0];
+      const replica = nodes.find(([, , flags, master]) => flags!.includes('slave') && master === masterId);
+      if (!replica) throw new Error(`the master of ${key} has no replica`);
+      process.kill(Number(readFileSync(join(dir, `${replica[1]!.split(/[:@]/)[1]}.pid`), 'utf8')), 'SIGKILL');
     },
     async stop() {
       probe.disconnect();

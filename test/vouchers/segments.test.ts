@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { shardMasters } from '../../src/infra/redis/redis-client.js';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
-import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 import { startClusterTopology } from '../support/private-redis.js';
 import { injectClaims, startSale } from '../support/sale.js';
@@ -121,5 +121,29 @@ describe('stock segments on a Redis Cluster', async () => {
     await waitForDrain(t.c, v.id);
     const truth = await assertInvariants(t.c, v.id, [...first.admitted(), ...rest.admitted()]);
     assert.equal(truth.orders.length, 60);
+  });
+
+  it('when ADMIT_DURABILITY=replica, then each admission waits for the replica of its own segment\'s master', { timeout: 40_000 }, async () => {
+    const durable = await startSecondInstance(t, { ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '300', LOG_LEVEL: 'warn' });
+    const v = await createVoucher(durable, { stock: 300, segments: 3 });
+    const voucher = await voucherOf(v.id);
+    const [first, second] = segmentShards(voucher, t.c.keys) as [number, number];
+    const homedAt = (shard: number) => Array.from({ length: 5_000 }, (_, i) => 200_000 + i).filter((u) => homeShard(voucher, BigInt(u), t.c.keys) === shard);
+    const send = injectClaims(durable, v.id);
+    const [a, b] = [homedAt(first), homedAt(second)];
+    const before = startSale({ send: (i, key) => send(a[i - 1]!, key), firstUser: 1, buyers: 50, concurrency: 10 });
+    await before.done;
+    assert.equal(before.admitted().length, 50, `confirmed by the replica: ${JSON.stringify(before.answers.filter((x) => x.status !== 202).slice(0, 3))}`);
+    // The first segment's master loses its replica: its claims cannot be confirmed, the others' can.
+    await cluster.killReplicaOf(t.c.keys.voucher(BigInt(v.id), first));
+    const refused = await claim(durable, v.id, a[60]!, { idempotencyKey: 'r' });
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.equal(refused.json().code, 'UNAVAILABLE');
+    const elsewhere = await claim(durable, v.id, b[0]!, { idempotencyKey: 'r' });
+    assert.equal(elsewhere.statusCode, 202, elsewhere.body);
+    await waitForDrain(t.c, v.id);
+    // The refused claim stands in Redis (only its confirmation failed): it is stored like the others.
+    const truth = await assertInvariants(t.c, v.id, [...before.admitted(), elsewhere.json().orderId]);
+    assert.equal(truth.orders.length, 52);
   });
 });
