@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../infra/redis/redis-client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { dedicatedConnection } from '../infra/redis/client.js';
+import { pubSubOf } from '../infra/redis/client.js';
 
 export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
 
@@ -50,6 +50,7 @@ export interface OrderEventsDeps {
 
 export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderEvents {
   const channel = keys.orderEvents();
+  const pubSub = pubSubOf(redis);
   const presence = `${channel}:listening`;
   const self = randomUUID();
   const listeners = new Map<string, Set<OrderEventListener>>();
@@ -108,11 +109,10 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
   // failed SUBSCRIBE is forgotten so the next listener tries again.
   async function ensureSubscribed() {
     if (!subscriber) {
-      const s = dedicatedConnection(redis, 'seckill-events');
+      const { connection: s, subscribed } = pubSub.subscriber(channel, 'seckill-events', dispatch);
       subscriber = s;
-      s.on('message', (ch: string, message: string) => ch === channel && dispatch(message));
       s.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));
-      subscribing = s.subscribe(channel).catch((err: unknown) => {
+      subscribing = subscribed.catch((err: unknown) => {
         if (subscriber === s) subscriber = subscribing = null;
         s.disconnect();
         throw err;
@@ -127,7 +127,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       if (events.length === 0 || !wanted()) return;
       const at = new Date().toISOString();
       try {
-        await redis.publish(channel, JSON.stringify(events.map((e) => ({ ...e, at }))));
+        await pubSub.publish(channel, JSON.stringify(events.map((e) => ({ ...e, at }))));
       } catch (err) {
         log.warn({ err, events: events.length }, 'order events not published');
       }

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
-import { dedicatedConnection } from '../infra/redis/client.js';
+import { pubSubOf } from '../infra/redis/client.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 
@@ -27,6 +27,7 @@ export interface UnitsBack {
 
 export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys: KeySpace; log: Logger }): UnitsBack {
   const channel = keys.unitsBack();
+  const pubSub = pubSubOf(redis);
   const listeners: UnitsBackListener[] = [];
   const pending = new Set<bigint>();
   let flushing: NodeJS.Immediate | null = null;
@@ -43,7 +44,7 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
     const message = [...pending].join(',');
     pending.clear();
     try {
-      await redis.publish(channel, message);
+      await pubSub.publish(channel, message);
     } catch (err) {
       log.warn({ err }, 'units-back announcement not published; other processes notice when their sold-out flags expire');
     }
@@ -52,16 +53,15 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
   // One subscriber connection, opened by the first process-local user (API processes only); a
   // failed SUBSCRIBE is forgotten so the next call tries again.
   function subscribe() {
-    const s = dedicatedConnection(redis, 'seckill-units-back');
-    subscriber = s;
-    s.on('message', (_channel: string, message: string) => {
+    const { connection: s, subscribed: subscribing } = pubSub.subscriber(channel, 'seckill-units-back', (message) => {
       for (const part of message.split(',')) {
         const voucherId = parseId(part);
         if (voucherId !== null) hear(voucherId);
       }
     });
+    subscriber = s;
     s.on('error', (err: Error) => log.warn({ err }, 'units-back subscriber error'));
-    s.subscribe(channel).then(
+    subscribing.then(
       () => void (subscribed = subscriber === s),
       (err: unknown) => {
         log.warn({ err }, 'units-back SUBSCRIBE failed');

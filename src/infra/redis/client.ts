@@ -76,13 +76,13 @@ function logConnectionErrors(redis: RedisClient, log: Logger, connectionName: st
  * cluster), for blocking reads, subscribers and BullMQ: no deadline, no retry limit (as BullMQ
  * requires), no pipelining.
  */
-export function dedicatedConnection(shared: RedisClient, connectionName: string, { deadlines = false } = {}): RedisClient {
+export function dedicatedConnection(shared: RedisClient, connectionName: string, { deadlines = false, subscriber = false } = {}): RedisClient {
   // Blocking reads, subscribers and BullMQ wait for a reconnect; the admissions' own connection
   // (deadlines) fails fast like the shared one.
   const own = deadlines ? { enableAutoPipelining: false } : { enableAutoPipelining: false, enableOfflineQueue: true, maxRetriesPerRequest: null };
   const timeout = deadlines ? {} : { commandTimeout: undefined };
   const redis = isCluster(shared)
-    ? shared.duplicate(undefined, { ...own, redisOptions: { ...shared.options.redisOptions, ...timeout, connectionName } })
+    ? shared.duplicate(undefined, { ...own, shardedSubscribers: subscriber, redisOptions: { ...shared.options.redisOptions, ...timeout, connectionName } })
     : shared.duplicate({ ...own, ...timeout, connectionName });
   const log = loggers.get(shared);
   if (log) {
@@ -111,4 +111,28 @@ export async function redisReady(redis: RedisClient, timeoutMs: number): Promise
     const timer = setTimeout(() => done(new Error(`Redis not reachable within ${timeoutMs} ms${lastError ? `: ${lastError.message}` : ''}`)), timeoutMs);
     redis.on('ready', onReady).on('error', onError);
   });
+}
+
+/**
+ * Pub/sub on whatever `redis` is. On a cluster it is sharded (SPUBLISH / SSUBSCRIBE, Redis 7):
+ * the channel's slot's master carries it and the subscription follows that master through a
+ * failover, where a classic subscription sits on any node and is moved (missing what is published
+ * meanwhile) whenever that node leaves the client's slot map. On one server, classic pub/sub.
+ */
+export interface PubSub {
+  publish(channel: string, message: string): Promise<unknown>;
+  /** A subscriber connection of its own, subscribed to `channel`, calling `onMessage` per message. */
+  subscriber(channel: string, name: string, onMessage: (message: string) => void): { connection: RedisClient; subscribed: Promise<unknown> };
+}
+
+export function pubSubOf(redis: RedisClient): PubSub {
+  const sharded = isCluster(redis);
+  return {
+    publish: (channel, message) => (sharded ? redis.spublish(channel, message) : redis.publish(channel, message)),
+    subscriber(channel, name, onMessage) {
+      const connection = dedicatedConnection(redis, name, { subscriber: true });
+      connection.on(sharded ? 'smessage' : 'message', (from: string, message: string) => from === channel && onMessage(message));
+      return { connection, subscribed: sharded ? connection.ssubscribe(channel) : connection.subscribe(channel) };
+    },
+  };
 }
