@@ -3,7 +3,8 @@
 #   scripts/redis-topology.sh single   up [--port P] [--dir D] [--aof always|everysec]  one server on P
 #   scripts/redis-topology.sh replica  up [--port P] [--dir D]  master P, replica P+1
 #   scripts/redis-topology.sh sentinel up [--port P] [--dir D]  master P, replicas P+1 and P+2, sentinels P+3..P+5
-#   scripts/redis-topology.sh cluster  up [--port P] [--dir D]  3 masters P..P+2, 3 replicas P+3..P+5
+#   scripts/redis-topology.sh cluster  up [--port P] [--dir D] [--replicas 1|0]  3 masters P..P+2, 3 replicas P+3..P+5
+#     (--replicas 0: the 3 masters alone, for benchmarks that compare them with one server)
 #   scripts/redis-topology.sh KIND down|status [--port P] [--dir D]
 # Idempotent: `up` on a running topology only reports it. Every process writes its pid to D
 # (default .services/<kind>-<P>), so `down` (or a test) can stop or kill exactly these.
@@ -13,16 +14,17 @@
 set -euo pipefail
 
 kind=${1:-}; cmd=${2:-}; shift 2 || true
-port='' dir='' aof=''
+port='' dir='' aof='' cluster_replicas=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --port) port=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --aof) aof=$2; shift 2 ;;
+    --replicas) cluster_replicas=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-usage() { echo "usage: $0 single|replica|sentinel|cluster up|down|status [--port P] [--dir D] [--aof always|everysec]" >&2; exit 2; }
+usage() { echo "usage: $0 single|replica|sentinel|cluster up|down|status [--port P] [--dir D] [--aof always|everysec] [--replicas 1|0]" >&2; exit 2; }
 case "$kind" in
   single | replica) port=${port:-16379} ;;
   sentinel) port=${port:-26379} ;;
@@ -30,6 +32,8 @@ case "$kind" in
   *) usage ;;
 esac
 case "$aof" in '' | always | everysec) ;; *) usage ;; esac
+case "$cluster_replicas" in 0 | 1) ;; *) usage ;; esac
+cluster_nodes=$((3 * (1 + cluster_replicas)))
 dir=${dir:-"$(cd "$(dirname "$0")/.." && pwd)/.services/$kind-$port"}
 NAME=seckill
 
@@ -127,13 +131,13 @@ up() {
       for s in 3 4 5; do wait_until "sentinel $((port + s)) to see 2 replicas and 2 sentinels" sentinel_ready "$((port + s))"; done
     fi
   else
-    for n in 0 1 2 3 4 5; do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
+    for n in $(seq 0 $((cluster_nodes - 1))); do start_node "$((port + n))" --cluster-enabled yes --cluster-config-file "$dir/$((port + n))/nodes.conf" --cluster-node-timeout 2000; done
     if ! redis-cli -p "$port" cluster info | grep -q 'cluster_state:ok'; then
-      redis-cli --cluster create $(for n in 0 1 2 3 4 5; do printf '127.0.0.1:%s ' "$((port + n))"; done) --cluster-replicas 1 --cluster-yes >/dev/null
+      redis-cli --cluster create $(for n in $(seq 0 $((cluster_nodes - 1))); do printf '127.0.0.1:%s ' "$((port + n))"; done) --cluster-replicas "$cluster_replicas" --cluster-yes >/dev/null
       wait_until 'cluster state ok' bash -c "redis-cli -p $port cluster info | grep -q 'cluster_state:ok'"
     fi
     # A replica that has not synced yet cannot take over: wait for all three.
-    wait_until 'replicas in sync' replicas_synced
+    [[ $cluster_replicas -eq 0 ]] || wait_until 'replicas in sync' replicas_synced
   fi
   settings
 }
