@@ -1,0 +1,46 @@
+// Stock segments on one Redis server: the same design with every segment on this server (it
+// gains no core, but a voucher created with segments must behave exactly as on a cluster), and
+// the whole state lost at once (a restart without persistence) is rebuilt exactly.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
+import { createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
+import { injectClaims, startSale } from '../support/sale.js';
+
+const t = await startTestApp('segments_one', { BUCKET_USER_RATE: '0', RECONCILE_INTERVAL_MS: '0' });
+await t.c.startWorkers();
+
+describe('stock segments on one server', () => {
+  it('when most buyers live in one of four segments, then they borrow the others\' units and exactly the stock sells', async () => {
+    const v = await createVoucher(t, { stock: 100, segments: 4 });
+    const voucher = (await t.c.directory.get(BigInt(v.id)))!;
+    const shards = segmentShards(voucher, t.c.keys);
+    assert.equal(new Set(shards).size, 4);
+    const users = Array.from({ length: 10_000 }, (_, i) => i + 1);
+    const crowd = [...users.filter((u) => homeShard(voucher, BigInt(u), t.c.keys) === shards[0]).slice(0, 600), ...users.filter((u) => homeShard(voucher, BigInt(u), t.c.keys) !== shards[0]).slice(0, 20)];
+    const send = injectClaims(t, v.id);
+    const sale = startSale({ send: (i, key) => send(crowd[i - 1]!, key), firstUser: 1, buyers: crowd.length, concurrency: 100 });
+    await sale.done;
+    assert.equal(sale.admitted().length, 100);
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, sale.admitted());
+    assert.equal(truth.redisStock, 0);
+  });
+
+  it('when every segment\'s state is lost at once, then the first claim rebuilds them exactly and the rest sells exactly', async () => {
+    const v = await createVoucher(t, { stock: 60, segments: 3 });
+    const first = startSale({ send: injectClaims(t, v.id), firstUser: 20_000, buyers: 25, concurrency: 5 });
+    await first.done;
+    await waitForDrain(t.c, v.id);
+    // Everything of this voucher in Redis is gone (the stream groups stay: they are the shards').
+    await deleteKeys(t.c.redis, `${t.c.keys.prefix}:*:v:${v.id}*`);
+    const rest = startSale({ send: injectClaims(t, v.id), firstUser: 30_000, buyers: 200, concurrency: 20 });
+    await rest.done;
+    assert.equal(rest.admitted().length, 35, 'what the database could still sell, no more');
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, [...first.admitted(), ...rest.admitted()]);
+    assert.equal(truth.orders.length, 60);
+    assert.equal((await readTruth(t.c, v.id)).redisStock, 0);
+  });
+});
