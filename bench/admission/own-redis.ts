@@ -2,31 +2,17 @@
 // its URL for the server child, and the CPU its processes (master, and replica if any) used.
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { freePorts } from '../free-ports.js';
 import { DURABILITY_KNOBS, type DurabilityKnob } from './protocol.js';
 
 const run = promisify(execFile);
 const TOPOLOGY = fileURLToPath(new URL('../../scripts/redis-topology.sh', import.meta.url));
 
-const isFree = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-
-async function freePorts(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 40_000);
-    if ((await Promise.all(Array.from({ length: count }, (_, i) => isFree(base + i)))).every(Boolean)) return base;
-  }
-  throw new Error(`no ${count} consecutive free ports`);
-}
 
 export interface OwnRedis {
   url: string;

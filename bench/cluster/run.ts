@@ -13,7 +13,6 @@
 // (scripts/redis-topology.sh on free ports) and stopped at the end.
 import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +23,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
+import { freePorts } from '../free-ports.js';
 
 const run = promisify(execFile);
 const TOPOLOGY = fileURLToPath(new URL('../../scripts/redis-topology.sh', import.meta.url));
@@ -50,23 +50,6 @@ const say = (line: string) => process.stderr.write(`${line}\n`);
 
 // --- topologies --------------------------------------------------------------------------------
 
-const isFree = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-
-/** `count` consecutive free ports below the ephemeral range, and their cluster bus ports. */
-async function freePorts(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 2_000);
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    if ((await Promise.all([...ports, ...ports.map((p) => p + 10_000)].map(isFree))).every(Boolean)) return base;
-  }
-  throw new Error(`no ${count} consecutive free ports`);
-}
-
 interface Topology {
   /** REDIS_URL or REDIS_CLUSTER_NODES for the app. */
   env: Record<string, string>;
@@ -76,7 +59,7 @@ interface Topology {
 }
 
 async function startTopology(kind: 'single' | 'cluster'): Promise<Topology> {
-  const port = await freePorts(kind === 'single' ? 1 : 3);
+  const port = await freePorts(kind === 'single' ? 1 : 3, { clusterBus: kind === 'cluster' });
   const args = [kind, 'up', '--port', String(port), '--dir', mkdtempSync(join(tmpdir(), `bench-${kind}-`))];
   // No replicas: on a 2-core box their CPU would come out of the same two cores as everything
   // else, which a one-server comparison does not pay (a real cluster's replicas run elsewhere).
