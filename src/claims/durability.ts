@@ -14,9 +14,9 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { dedicatedConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { dedicatedConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
 import { type Cluster, Redis } from 'ioredis';
-import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
+import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/redis-client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -90,12 +90,6 @@ function perMasterAdmissions(
   onClose: DurabilityDeps['onClose'],
   confirmed: (conn: RedisClient, admitOn: AdmitMany) => AdmitMany,
 ): AdmitMany {
-  const slots = new Map<number, Promise<number>>();
-  const slotOf = (shard: number) => {
-    let slot = slots.get(shard);
-    if (!slot) slots.set(shard, (slot = cluster.cluster('KEYSLOT', keys.orders(shard)) as Promise<number>));
-    return slot;
-  };
   // Fails fast once made (no offline queue), so each is used only once it is ready.
   const masters = new Map<string, Promise<AdmitMany>>();
   const admitOnMaster = (node: string): Promise<AdmitMany> => {
@@ -103,17 +97,21 @@ function perMasterAdmissions(
     if (!admit) {
       const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))];
       const conn = new Redis({ ...cluster.options.redisOptions, host, port, connectionName: 'seckill-admissions', enableAutoPipelining: false, enableOfflineQueue: false });
-      conn.on('error', (err: Error) => log.warn({ err, node }, 'admissions connection to a cluster master failed'));
-      onClose(`admissions connection to ${node}`, () => conn.quit().catch(() => conn.disconnect()));
-      admit = redisReady(conn, REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));
+      logConnectionErrors(conn, log, `seckill-admissions ${node}`);
+      const close = () => conn.quit().catch(() => conn.disconnect());
+      onClose(`admissions connection to ${node}`, close);
+      // A master that does not answer within a command's deadline is not waited for longer: 503.
+      admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));
       masters.set(node, admit);
-      admit.catch(() => masters.get(node) === admit && masters.delete(node)); // the next call tries again
+      admit.catch(() => {
+        if (masters.get(node) === admit) masters.delete(node); // the next call makes a new one
+        conn.disconnect();
+      });
     }
     return admit;
   };
   return async (voucherId, claims, options) => {
-    const slot = await slotOf(options?.shard ?? keys.shardOf(voucherId));
-    const master = cluster.slots[slot]?.[0];
+    const master = cluster.slots[slotOfShard(keys, options?.shard ?? keys.shardOf(voucherId))]?.[0];
     if (!master) throw new AppError('UNAVAILABLE', 'the slot of this voucher has no master right now; retry shortly');
     try {
       return await (await admitOnMaster(master))(voucherId, claims, options);

@@ -54,7 +54,8 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
     const input = { userId: claim.userId, orderId: ids.next(), quantity: claim.quantity, idempotencyKey: claim.idempotencyKey };
     const askedAt = soldOut.stamp();
     let result: AdmitResult;
-    let everywhereShort = true;
+    // A segment's `closed` speaks for the voucher only once no other segment has a unit either.
+    let everywhereShort = !claim.voucher.segmentShards;
     if (!claim.voucher.segmentShards) {
       result = await admitWarm(claim, input, {});
     } else {
@@ -64,13 +65,12 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
       result = await admitWarm(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
       for (let round = 1; result.code === AdmitCode.SHORT; round++) {
         const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
-        // Nothing to borrow: sold out only if no unit is left anywhere, not even on its way.
-        everywhereShort = borrowed === 0 && !(await moves.anyUnits(claim.voucher));
+        // Nothing to borrow: sold out only if too few units are left anywhere, even on their way.
+        everywhereShort = borrowed === 0 && (await moves.unitsLeft(claim.voucher)) < claim.quantity;
         if (borrowed === 0 && !everywhereShort) await sleep(1);
         result = await admitWarm(claim, input, { shard, segments, enrol: everywhereShort || round >= BORROW_ROUNDS, tokens: false });
       }
     }
-    // A segment's `closed` speaks for the voucher only when no other segment had a unit either.
     if (result.closedAtVersion !== undefined && everywhereShort) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);
     onOutcome?.(ADMIT_OUTCOME[result.code]);
     const rejected = admitErrorOf(result, claim.voucher);

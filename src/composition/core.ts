@@ -104,6 +104,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const releases = createReleases({ db, relay, events, log });
     const reconciler = createReconciler({
       db, redis, keys, scripts, directory, redisState, moves, relay, releases, log,
+      staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
       onRepair: (kind) => metrics.repairs.inc({ kind }),
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });

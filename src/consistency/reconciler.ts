@@ -32,8 +32,6 @@ import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
 import type { Correction } from '../infra/redis/scripts/reconcile.js';
 
-/** A move between two segments lent this long ago lost its mover (segment-moves.ts). */
-const STALE_MOVE_MS = 5_000;
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
 const SETTLE_GRACE_MS = 5_000;
 /** Unpaid orders this far past their deadline were missed by the payment timer. */
@@ -83,6 +81,11 @@ export interface ReconcilerDeps {
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
   moves: SegmentMoves;
+  /**
+   * A move between two segments lent this long ago lost its mover (segment-moves.ts): longer than
+   * a live mover can take (each step is bounded by the Redis command timeout).
+   */
+  staleMoveMs: number;
   relay: ReleaseRelay;
   releases: Releases;
   log: Logger;
@@ -162,7 +165,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       note({ kind: 'consumer_group_missing', detail: `shard ${shard}: the order stream has no consumer group (Redis lost its data?); recreated`, repaired });
     }
     // A mover that died between lending and receiving: finish its move before counting.
-    const finished = await moves.finishStale(voucher, STALE_MOVE_MS);
+    const finished = voucher.segmentShards ? await moves.finishStale(voucher, deps.staleMoveMs) : 0;
     if (finished) note({ kind: 'unfinished_move', detail: `${finished} move(s) of units between segments left half-way; finished`, repaired: true });
     const first = await observe(voucher);
     if (first.kind === 'not_found') return;
@@ -293,14 +296,20 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 /**
  * The repair of each segment: a buyer's count in their home segment, each segment's in-flight
  * counter against its own records, and the stock where it fits (units given to the voucher's own
- * segment; units taken from the one with the most).
+ * segment; units taken from the fullest first).
  */
 function segmentCorrections(o: Observation, drift: CountDrift, home: (user: string) => number): { shard: number; gen: string; correction: Correction }[] {
   const bySegment = new Map(o.segments.map(({ shard, state }) => [shard, { shard, gen: state.gen, correction: { stock: 0, inflightCounter: 0, buyers: new Map<string, number>() } }]));
   const segment = (shard: number) => bySegment.get(shard)!;
   if (drift.stock > 0) {
-    const fullest = o.segments.reduce((a, b) => (b.state.stock > a.state.stock ? b : a));
-    segment(fullest.shard).correction.stock = -drift.stock;
+    // Taken where the units are, fullest segment first, so no segment goes below 0 if avoidable.
+    let excess = drift.stock;
+    for (const { shard, state } of [...o.segments].sort((a, b) => b.state.stock - a.state.stock)) {
+      const take = Math.min(excess, Math.max(0, state.stock));
+      segment(shard).correction.stock = -take;
+      excess -= take;
+    }
+    if (excess > 0) segment(o.segments[0]!.shard).correction.stock -= excess;
   } else if (drift.stock < 0) {
     segment(o.segments[0]!.shard).correction.stock = -drift.stock;
   }

@@ -70,8 +70,8 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       result = await scripts.restock(input);
     }
     if (result.kind === 'missing') throw new Error(`voucher ${row.voucher_id} has no Redis state after warming`);
-    if (result.kind !== 'restocked') return [];
-    const promotions = [...result.promotions, ...(await moves.handOff(voucher, shard))];
+    // Also after "given back before": a hand-off that failed last time (and rolled the row back) is done now.
+    const promotions = [...(result.kind === 'restocked' ? result.promotions : []), ...(await moves.handOff(voucher, shard))];
     return promotions.map((p) => ({ ...p, voucherId: row.voucher_id }));
   }
 

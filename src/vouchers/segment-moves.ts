@@ -1,10 +1,10 @@
 // Units moving between the segments of one voucher (segments.ts), so that splitting the stock
 // never undersells: a buyer's home segment that runs short borrows from the others, and units given
-// back where nobody waits go to a segment where somebody does. Each move is four steps, each on one
-// slot (infra/redis/scripts/moves.ts): lend (the lender's stock goes down, the move is recorded
-// there), receive (the receiver's stock goes up, once per move), then both records are dropped. A
-// mover that dies half-way leaves the lender's record, and `finishStale` (reconciliation) does the
-// rest: no unit is lost, none is counted twice.
+// back where nobody waits go to a segment where somebody does. Each move is three steps, each on
+// one slot (infra/redis/scripts/moves.ts): lend (the lender's stock goes down, the move is recorded
+// there), receive (the receiver's stock goes up, once per move: the receiver keeps the record),
+// then the lender's record is dropped. A mover that dies half-way leaves the lender's record, and
+// `finishStale` (reconciliation) does the rest: no unit is lost, none is counted twice.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { RedisClient } from '../infra/redis/redis-client.js';
@@ -19,8 +19,8 @@ export interface SegmentMoves {
    * other segment is empty; returns the units it got.
    */
   borrow(v: Voucher, toShard: number, need: number): Promise<number>;
-  /** Whether any segment has a unit, or units on their way between two (a borrow found none). */
-  anyUnits(v: Voucher): Promise<boolean>;
+  /** Units in every segment's stock and on their way between two (a borrow found none). */
+  unitsLeft(v: Voucher): Promise<number>;
   /**
    * Units `fromShard` has while its own waitlist is empty go to the segments with waiting users,
    * who are promoted there (a waitlist is per segment: a buyer waits in their home segment).
@@ -38,6 +38,8 @@ export interface SegmentMovesDeps {
   ids: () => Promise<IdGenerator>;
 }
 
+const RECEIVER_MISSING = -1;
+
 export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDeps): SegmentMoves {
   let turn = 0;
 
@@ -48,13 +50,13 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
     return [...rest.slice(start), ...rest.slice(0, start)];
   };
 
+  /** The units moved; RECEIVER_MISSING when the receiver's state is gone (the move stays lent). */
   async function move(v: Voucher, fromShard: number, toShard: number, need: number): Promise<number> {
     const moveId = (await ids()).next().toString();
     const units = await scripts.lend(v.id, fromShard, moveId, toShard, need);
     if (units === 0) return 0;
-    // Missing receiver (its state was lost): the move stays lent, finishStale gives it later.
-    if (!(await scripts.receive(v.id, toShard, moveId, units))) return 0;
-    await scripts.forget(v.id, fromShard, toShard, moveId);
+    if (!(await scripts.receive(v.id, toShard, moveId, units))) return RECEIVER_MISSING; // finishStale gives it once rebuilt
+    await scripts.forget(v.id, fromShard, moveId);
     return units;
   }
 
@@ -63,18 +65,22 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
       let got = 0;
       for (const from of others(v, toShard)) {
         if (got >= need) break;
-        got += await move(v, from, toShard, need - got);
+        const units = await move(v, from, toShard, need - got);
+        if (units === RECEIVER_MISSING) break; // lending more would only strand more units
+        got += units;
       }
       return got;
     },
 
-    async anyUnits(v) {
+    async unitsLeft(v) {
       const shards = segmentShards(v, keys);
       const [stocks, lent] = await Promise.all([
         Promise.all(shards.map((s) => redis.hget(keys.voucher(v.id, s), 'stock'))),
-        Promise.all(shards.map((s) => redis.hlen(keys.movesOut(v.id, s)))),
+        Promise.all(shards.map((s) => redis.hvals(keys.movesOut(v.id, s)))),
       ]);
-      return stocks.some((s) => Number(s ?? 0) > 0) || lent.some((n) => n > 0);
+      // A lent record is "toShard|units|ms" (lend-2.lua).
+      const inTransit = lent.flat().reduce((n, record) => n + Number(record.split('|')[1]), 0);
+      return stocks.reduce((n, s) => n + Math.max(0, Number(s ?? 0)), 0) + inTransit;
     },
 
     async handOff(v, fromShard) {
@@ -102,7 +108,7 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
         for (const lent of state?.lent ?? []) {
           if (Date.now() - lent.at.getTime() < olderThanMs) continue;
           if (!(await scripts.receive(v.id, lent.toShard, lent.moveId, lent.units))) continue;
-          await scripts.forget(v.id, from, lent.toShard, lent.moveId);
+          await scripts.forget(v.id, from, lent.moveId);
           finished += 1;
         }
       }

@@ -58,5 +58,5 @@ export function chooseSegmentShards(voucherId: bigint, segments: number, keys: K
 export type SegmentPlacer = (voucherId: bigint, segments: number) => Promise<number[] | null>;
 
 export function segmentPlacer(redis: RedisClient, keys: KeySpace): SegmentPlacer {
-  return async (voucherId, segments) => (segments === 1 ? null : chooseSegmentShards(voucherId, segments, keys, await shardMasters(redis, keys)));
+  return async (voucherId, segments) => (segments === 1 ? null : chooseSegmentShards(voucherId, segments, keys, shardMasters(redis, keys)));
 }

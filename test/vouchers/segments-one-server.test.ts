@@ -43,4 +43,19 @@ describe('stock segments on one server', () => {
     assert.equal(truth.orders.length, 60);
     assert.equal((await readTruth(t.c, v.id)).redisStock, 0);
   });
+
+  it('when a move\'s steps run again late (a slow mover and recovery both finish it), then its units are added once', async () => {
+    const v = await createVoucher(t, { stock: 40, segments: 2 });
+    const voucher = (await t.c.directory.get(BigInt(v.id)))!;
+    const [from, to] = segmentShards(voucher, t.c.keys) as [number, number];
+    const stockOf = async (s: number) => Number(await t.c.redis.hget(t.c.keys.voucher(BigInt(v.id), s), 'stock'));
+    const lent = await t.c.scripts.lend(BigInt(v.id), from, '7', to, 1);
+    assert.equal(lent, 10);
+    for (let i = 0; i < 2; i++) {
+      assert.equal(await t.c.scripts.receive(BigInt(v.id), to, '7', lent), true);
+      await t.c.scripts.forget(BigInt(v.id), from, '7');
+    }
+    assert.deepEqual([await stockOf(from), await stockOf(to)], [10, 30], 'the 10 units moved once');
+    assert.ok((await t.c.audit(BigInt(v.id), { drained: true }))?.ok);
+  });
 });

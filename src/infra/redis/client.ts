@@ -60,7 +60,7 @@ const ERROR_LOG_EVERY_MS = 5_000;
  * While Redis is unreachable every reconnect attempt fails: one warning per connection every few
  * seconds says so (ioredis would print each one to stderr if nobody listened).
  */
-function logConnectionErrors(redis: RedisClient, log: Logger, connectionName: string): void {
+export function logConnectionErrors(redis: RedisClient, log: Logger, connectionName: string): void {
   let lastLogged = 0;
   let suppressed = 0;
   redis.on('error', (err: Error) => {

@@ -1,6 +1,6 @@
--- forget: a finished move's record, dropped: the lender's (third step, once the receiver has the
--- units) or the receiver's (fourth, once the lender's is gone, so no retry can add them again).
--- KEYS[1] voucher hash  KEYS[2] moves out (third step) or moves in (fourth)
+-- forget: the lender's record of a finished move, dropped once the receiver has the units (the
+-- receiver keeps its own record, so no later receive of this move adds them again).
+-- KEYS[1] voucher hash (the lender)  KEYS[2] moves out
 -- ARGV[1] moveId
 -- Returns 1 when dropped, 0 when it was not there.
 if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end

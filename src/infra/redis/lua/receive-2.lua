@@ -1,5 +1,6 @@
 -- receive: second step of a move (lend-2.lua): adds the lent units to this segment's stock, once
--- per move however often it is called (a retry, or recovery after the mover died).
+-- per move however often and however late it is called (a retry, recovery after the mover died):
+-- the record of the move stays here until the voucher's keys expire.
 -- KEYS[1] voucher hash (the receiver)  KEYS[2] moves in
 -- ARGV[1] moveId  ARGV[2] units
 -- Returns 1 when added now, 0 when added before, -1 when the segment's state is missing (the

@@ -1,6 +1,8 @@
 // Moving units between two segments of one voucher, in steps that each touch one slot (a cluster
 // has no transaction across masters): lend-2.lua on the lender, receive-2.lua on the receiver, then
-// forget-2.lua on each. Every step can be repeated, so whoever finds a move unfinished finishes it.
+// forget-2.lua on the lender. Every step can be repeated, so whoever finds a move unfinished
+// finishes it: the receiver keeps its record of each move it received (until the voucher's keys
+// expire), so a late or repeated receive never adds the units twice.
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
@@ -14,8 +16,8 @@ export interface MoveScripts {
   lend(voucherId: bigint, fromShard: number, moveId: string, toShard: number, need: number): Promise<number>;
   /** Adds a lent move's units to `toShard` once; false when its state is missing (the move stays lent). */
   receive(voucherId: bigint, toShard: number, moveId: string, units: number): Promise<boolean>;
-  /** Drops a finished move's records: the lender's first, then the receiver's. */
-  forget(voucherId: bigint, fromShard: number, toShard: number, moveId: string): Promise<void>;
+  /** Drops the lender's record of a move the receiver has. */
+  forget(voucherId: bigint, fromShard: number, moveId: string): Promise<void>;
 }
 
 export function moveScripts(calls: ScriptCalls, keys: KeySpace): MoveScripts {
@@ -30,10 +32,8 @@ export function moveScripts(calls: ScriptCalls, keys: KeySpace): MoveScripts {
     async receive(voucherId, toShard, moveId, units) {
       return Number(await receive(keys.voucher(voucherId, toShard), keys.movesIn(voucherId, toShard), moveId, units)) !== Received.MISSING;
     },
-    async forget(voucherId, fromShard, toShard, moveId) {
-      // In this order: while the lender's record stands, the receiver's says "added already".
+    async forget(voucherId, fromShard, moveId) {
       await forget(keys.voucher(voucherId, fromShard), keys.movesOut(voucherId, fromShard), moveId);
-      await forget(keys.voucher(voucherId, toShard), keys.movesIn(voucherId, toShard), moveId);
     },
   };
 }

@@ -22,8 +22,8 @@ local function sk_order(voucherId, userId, quantity, now)
 end
 
 -- Takes the units, counts them for the buyer, records the in-flight order and appends it to the
--- shard's stream (the order pipeline stores it). admit-n.lua does the same for a whole batch with
--- one write per key (sk_admit_batch below).
+-- shard's stream (the order pipeline stores it). admit-n.lua does the same for a whole batch, with
+-- one write per key at the end.
 local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
   redis.call('HINCRBY', voucherKey, 'stock', -quantity)
   redis.call('HINCRBY', voucherKey, 'inflight', 1)

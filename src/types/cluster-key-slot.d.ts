@@ -1,0 +1,5 @@
+// cluster-key-slot (the hash-slot function ioredis itself uses) ships without types.
+declare module 'cluster-key-slot' {
+  /** The Redis Cluster hash slot (0..16383) of a key, honouring its {hash tag}. */
+  export default function calculateSlot(key: string): number;
+}
