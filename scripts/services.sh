@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Makes Redis and MariaDB reachable for development, tests and the demo.
+# Makes Redis, MariaDB and RabbitMQ reachable for development, tests and the demo.
 #   scripts/services.sh up      use what already listens; otherwise install (Debian) and start
-#   scripts/services.sh down [redis] [mariadb]   stop what this script started (all, or those named)
+#   scripts/services.sh down [redis] [mariadb] [rabbitmq]   stop what this script started (all, or those named)
 #   scripts/services.sh status  say what answers
 # Idempotent: safe to run any number of times. Needs root only when it has to install or start.
 set -euo pipefail
 
 REDIS_HOST=127.0.0.1 REDIS_PORT=6379
 DB_HOST=127.0.0.1 DB_PORT=3306
+AMQP_HOST=127.0.0.1 AMQP_PORT=5672
 STATE_DIR="$(cd "$(dirname "$0")/.." && pwd)/.services"
 
 log() { printf 'services: %s\n' "$*" >&2; }
@@ -25,6 +26,16 @@ redis_up() {
 mariadb_up() {
   command -v mariadb >/dev/null 2>&1 || { (exec 3<>"/dev/tcp/$DB_HOST/$DB_PORT") 2>/dev/null; return; }
   mariadb -uroot -h "$DB_HOST" -P "$DB_PORT" --connect-timeout=2 -e 'select 1' >/dev/null 2>&1
+}
+
+rabbitmq_up() {
+  # The AMQP protocol header gets the server's own header back (or a connection.start frame).
+  local reply
+  { exec 3<>"/dev/tcp/$AMQP_HOST/$AMQP_PORT"; } 2>/dev/null || return 1
+  printf 'AMQP\x00\x00\x09\x01' >&3
+  reply=$(timeout 2 head -c 4 <&3 | od -An -c | tr -d ' \n' || true)
+  exec 3>&- 3<&-
+  [[ -n "$reply" ]]
 }
 
 apt_updated=0
@@ -80,6 +91,14 @@ start_mariadb() {
   touch "$STATE_DIR/mariadb.started"
 }
 
+start_rabbitmq() {
+  command -v rabbitmq-server >/dev/null 2>&1 || install_packages rabbitmq-server
+  log "starting rabbitmq-server on $AMQP_HOST:$AMQP_PORT (guest/guest, loopback only)"
+  RABBITMQ_NODE_IP_ADDRESS="$AMQP_HOST" RABBITMQ_NODE_PORT="$AMQP_PORT" rabbitmq-server -detached
+  wait_for rabbitmq rabbitmq_up
+  touch "$STATE_DIR/rabbitmq.started"
+}
+
 cmd=${1:-up}
 mkdir -p "$STATE_DIR"
 case "$cmd" in
@@ -88,10 +107,11 @@ case "$cmd" in
     # Some tests start redis-servers of their own (test/support/private-redis.ts), even when one answers.
     command -v redis-server >/dev/null 2>&1 || install_packages redis-server
     if mariadb_up; then log "mariadb: already answering on $DB_HOST:$DB_PORT"; else start_mariadb; fi
+    if rabbitmq_up; then log "rabbitmq: already answering on $AMQP_HOST:$AMQP_PORT"; else start_rabbitmq; fi
     ;;
   down)
     shift || true
-    wanted=" ${*:-redis mariadb} "
+    wanted=" ${*:-redis mariadb rabbitmq} "
     if [[ $wanted == *" redis "* && -f "$STATE_DIR/redis.started" ]]; then
       log "stopping redis"; kill "$(cat "$STATE_DIR/redis.pid")" 2>/dev/null || true
       rm -f "$STATE_DIR/redis.started"
@@ -100,10 +120,15 @@ case "$cmd" in
       log "stopping mariadb"; start-stop-daemon --stop --oknodo --exec /usr/sbin/mariadbd >/dev/null
       rm -f "$STATE_DIR/mariadb.started"
     fi
+    if [[ $wanted == *" rabbitmq "* && -f "$STATE_DIR/rabbitmq.started" ]]; then
+      log "stopping rabbitmq"; rabbitmqctl stop >/dev/null 2>&1 || true
+      rm -f "$STATE_DIR/rabbitmq.started"
+    fi
     ;;
   status)
     redis_up && echo "redis: up ($REDIS_HOST:$REDIS_PORT)" || echo "redis: down"
     mariadb_up && echo "mariadb: up ($DB_HOST:$DB_PORT)" || echo "mariadb: down"
+    rabbitmq_up && echo "rabbitmq: up ($AMQP_HOST:$AMQP_PORT)" || echo "rabbitmq: down"
     ;;
   *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
 esac

@@ -184,6 +184,20 @@ export const settings = {
   ),
   expiryBatch: setting('EXPIRY_BATCH', '500', 'Most orders expired in one database transaction.', int(1, 10000)),
   waitlistMax: setting('WAITLIST_MAX', '10000', 'Most users waiting per voucher (waitlist: true); later ones are told waitlisted: false.', int(1, 10000000)),
+  eventsAmqpUrl: setting(
+    'EVENTS_AMQP_URL',
+    '',
+    'RabbitMQ (amqp:// or amqps://) that order events go to, through the database outbox (README: Order events). Empty (the default): off, no event is written.',
+    (raw) => (raw === '' ? '' : url('amqp:', 'amqps:')(raw)),
+  ),
+  eventsExchange: setting(
+    'EVENTS_EXCHANGE',
+    'seckill.orders',
+    'Durable topic exchange the order events are published to (declared if missing), routing key order.<type>.',
+    nonEmpty(/^[A-Za-z0-9._:-]{1,255}$/, 'an exchange name of letters, digits and . _ : -'),
+  ),
+  eventsPollMs: setting('EVENTS_POLL_MS', '200', 'How often a worker looks for unsent order events (at once after its own writes).', int(10, 60_000)),
+  eventsBatch: setting('EVENTS_BATCH', '500', 'Most order events one relay publishes and deletes in one database transaction.', int(1, 10_000)),
   claimLockTtlMs: setting(
     'CLAIM_LOCK_TTL_MS',
     '5000',

@@ -1,4 +1,4 @@
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
   registry: Registry;
@@ -14,6 +14,10 @@ export interface Metrics {
   expired: Counter;
   repairs: Counter<'kind'>;
   redisDataLosses: Counter;
+  eventsPublished: Counter;
+  eventRelayFailures: Counter;
+  /** Makes the outbox gauges read `probe` at each scrape (the processes that relay events). */
+  watchEventOutbox(probe: () => Promise<{ backlog: number; oldestAgeSeconds: number }>): void;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -68,6 +72,45 @@ export function createMetrics(): Metrics {
     labelNames: ['code'] as const,
     registers: [registry],
   });
+  const eventsPublished = new Counter({
+    name: 'seckill_events_published_total',
+    help: 'Order events this process published to RabbitMQ and the broker confirmed (then deleted from the outbox).',
+    registers: [registry],
+  });
+  const eventRelayFailures = new Counter({
+    name: 'seckill_events_relay_failures_total',
+    help: 'Rounds of the order-event relay that failed (broker or database unavailable, no confirm); their events stay in the outbox and are sent again.',
+    registers: [registry],
+  });
+  type OutboxReading = { backlog: number; oldestAgeSeconds: number };
+  let probe: (() => Promise<OutboxReading>) | null = null;
+  let reading: Promise<OutboxReading> | null = null;
+  // Both gauges are collected at once in a scrape: they share one query.
+  const readOutbox = () =>
+    (reading ??= probe!()
+      .catch(() => ({ backlog: NaN, oldestAgeSeconds: NaN }))
+      .finally(() => {
+        reading = null;
+      }));
+  new Gauge({
+    name: 'seckill_events_outbox_backlog',
+    help: 'Order events in the outbox not yet confirmed by RabbitMQ (the whole database, read at each scrape).',
+    registers: [registry],
+    // Every process reads the same table: the cluster view is one value, not a sum.
+    aggregator: 'max',
+    async collect() {
+      if (probe) this.set((await readOutbox()).backlog);
+    },
+  });
+  new Gauge({
+    name: 'seckill_events_oldest_unsent_age_seconds',
+    help: 'Age of the oldest order event not yet confirmed by RabbitMQ (0: none), in database time.',
+    registers: [registry],
+    aggregator: 'max',
+    async collect() {
+      if (probe) this.set((await readOutbox()).oldestAgeSeconds);
+    },
+  });
   return {
     registry,
     claims,
@@ -80,6 +123,11 @@ export function createMetrics(): Metrics {
     expired,
     repairs,
     redisDataLosses,
+    eventsPublished,
+    eventRelayFailures,
+    watchEventOutbox: (read) => {
+      probe = read;
+    },
   };
 }
 

@@ -28,6 +28,9 @@ describe('configuration', () => {
     ['DATABASE_URL', 'not a url'],
     ['LOG_LEVEL', 'loud'],
     ['REDIS_PREFIX', 'has space'],
+    ['EVENTS_AMQP_URL', 'http://127.0.0.1:5672'],
+    ['EVENTS_EXCHANGE', 'has space'],
+    ['EVENTS_POLL_MS', '0'],
   ] as const) {
     it(`rejects ${env}=${value} with a one-line message naming the variable`, () => {
       assert.throws(
@@ -36,6 +39,12 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('leaves order events off unless EVENTS_AMQP_URL is set', () => {
+    assert.equal(loadConfig({}).eventsAmqpUrl, '');
+    assert.equal(loadConfig({}).eventsExchange, 'seckill.orders');
+    assert.equal(loadConfig({ EVENTS_AMQP_URL: 'amqps://u:p@mq.example:5671/shop' }).eventsAmqpUrl, 'amqps://u:p@mq.example:5671/shop');
+  });
 
   it('documents every setting in the markdown table', () => {
     const table = configTable();

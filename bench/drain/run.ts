@@ -2,7 +2,7 @@
 // the same run as (a) the seeds' one-order-per-transaction consumer and (b) raw batched INSERTs.
 //   node --import tsx bench/drain/run.ts [--orders 200000] [--seed-orders 5000] [--seed-count 10]
 //        [--vouchers 16] [--shards 16] [--lanes 4] [--batch 500] [--raw-batch 500]
-//        [--cases raw,multi,timer,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
+//        [--cases raw,multi,timer,events,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
 //        [--json]
 // Each case gets its own Redis prefix and empty tables in one throw-away database; all of them
 // are removed at the end. --rounds N repeats every case N times and reports medians: the box may
@@ -16,6 +16,8 @@ import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { type Durability, type Machine, readDurability, readMachine } from './probes.js';
 import {
+  benchExchange,
+  relayCatchUp,
   drainOnePerTransaction,
   drainWithPipeline,
   type Measured,
@@ -29,7 +31,11 @@ import {
 
 const TARGET_OF_RAW = 0.5;
 const TARGET_OVER_ONE_PER_TX = 20;
-const CASES = ['raw', 'multi', 'timer', 'hot', 'seed'] as const;
+const CASES = ['raw', 'multi', 'timer', 'events', 'hot', 'seed'] as const;
+/** events: the drain with the order-event outbox on, against multi in the same round. */
+const TARGET_EVENTS_OF_MULTI = 0.85;
+/** events: the relay keeps up when the outbox is empty this soon after the drain. */
+const TARGET_CATCH_UP_S = 2;
 const DEFAULT_CASES = 'raw,multi,timer,hot,seed';
 type Case = (typeof CASES)[number];
 
@@ -50,6 +56,7 @@ interface Options {
   json: boolean;
   redisUrl: string;
   mysqlServer: string;
+  amqpUrl: string;
 }
 
 function whole(name: string, raw: string, min: number): number {
@@ -101,23 +108,24 @@ function parseOptions(argv: string[]): Options {
     json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
+    amqpUrl: process.env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
   };
 }
 
 type CaseResult = Measured & Partial<Verification> & Partial<Omit<PipelineResult, keyof Measured>>;
-const ROWS = ['raw1', 'rawLanes', 'multi', 'timer', 'hot', 'seed'] as const;
+const ROWS = ['raw1', 'rawLanes', 'multi', 'timer', 'events', 'hot', 'seed'] as const;
 type Row = (typeof ROWS)[number];
-type Round = Partial<Record<Row, CaseResult & { admitsPerSecond?: number }>> & { ratios: Record<string, number> };
+type Round = Partial<Record<Row, CaseResult & { admitsPerSecond?: number; catchUpSeconds?: number }>> & { ratios: Record<string, number> };
 
 interface Report {
   command: string;
   machine: Machine;
   durability: Durability;
-  config: Omit<Options, 'json' | 'redisUrl' | 'mysqlServer'>;
+  config: Omit<Options, 'json' | 'redisUrl' | 'mysqlServer' | 'amqpUrl'>;
   rounds: Round[];
   /** Median over rounds of orders/s per case, and of each round's ratios. */
   median: { ordersPerSecond: Partial<Record<Row, number>>; ratios: Record<string, number> };
-  targets: { ofRaw: boolean | null; overOnePerTx: boolean | null };
+  targets: { ofRaw: boolean | null; overOnePerTx: boolean | null; eventsOfMulti: boolean | null; relayKeepsUp: boolean | null };
   loadavgAfter: number[];
 }
 
@@ -136,8 +144,9 @@ async function main(): Promise<void> {
   const say = (line: string) => {
     if (!o.json) console.error(line);
   };
-  const configFor = (suffix: string) =>
+  const configFor = (suffix: string, extra: Record<string, string> = {}) =>
     loadConfig({
+      ...extra,
       REDIS_URL: o.redisUrl,
       DATABASE_URL: databaseUrl,
       REDIS_PREFIX: `bd${process.pid}${suffix}`,
@@ -149,8 +158,8 @@ async function main(): Promise<void> {
     });
   // Each pipeline case gets a container of its own (own Redis prefix: own streams and in-flight
   // hashes), removed with its keys as soon as the case is measured. One database for everything.
-  const withContainer = async <T>(suffix: string, fn: (c: Container) => Promise<T>): Promise<T> => {
-    const c = await createContainer(configFor(suffix), log);
+  const withContainer = async <T>(suffix: string, fn: (c: Container) => Promise<T>, extra?: Record<string, string>): Promise<T> => {
+    const c = await createContainer(configFor(suffix, extra), log);
     try {
       return await fn(c);
     } finally {
@@ -165,10 +174,10 @@ async function main(): Promise<void> {
       command: `node --import tsx bench/drain/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
       machine: await readMachine(base.redis),
       durability: await readDurability(base.db, base.redis),
-      config: (({ json, redisUrl, mysqlServer, ...rest }) => rest)(o),
+      config: (({ json, redisUrl, mysqlServer, amqpUrl, ...rest }) => rest)(o),
       rounds: [],
       median: { ordersPerSecond: {}, ratios: {} },
-      targets: { ofRaw: null, overOnePerTx: null },
+      targets: { ofRaw: null, overOnePerTx: null, eventsOfMulti: null, relayKeepsUp: null },
       loadavgAfter: [],
     };
     say(`machine: ${report.machine.cpus} CPU, ${report.machine.memGiB} GiB, node ${report.machine.node}, redis ${report.machine.redis}, ${report.durability.version}; load ${report.machine.loadavg.join(' ')}`);
@@ -186,10 +195,13 @@ async function main(): Promise<void> {
         say(`  (b) raw INSERTs, ${o.rawBatch}/transaction, ${o.lanes} connections ...`);
         r.rawLanes = await rawInserts(base, o.orders, o.rawBatch, o.lanes);
       }
-      for (const kind of ['multi', 'timer', 'hot'] as const) {
+      for (const kind of ['multi', 'timer', 'events', 'hot'] as const) {
         if (!o.cases.includes(kind)) continue;
         await resetTables(base);
+        const events = kind === 'events' ? await benchExchange(o.amqpUrl, `bench-drain-${process.pid}`) : null;
         r[kind] = await withContainer(`${kind[0]}${round}`, async (c) => {
+          // events: the relay runs beside the pipeline, from the start, as in a worker.
+          if (events) await c.startEventRelay();
           const voucherCount = kind === 'hot' ? 1 : o.vouchers;
           say(`  pipeline, ${voucherCount} voucher(s): pre-filling ${o.orders} admissions ...`);
           const sale = await prefill(c, kind === 'hot' ? 2n : 1n, voucherCount, o.orders);
@@ -197,10 +209,13 @@ async function main(): Promise<void> {
           const profileFile = o.profile ? fileURLToPath(new URL(`./profiles/${kind}-${process.pid}-${round}.cpuprofile`, import.meta.url)) : undefined;
           // timer: the same drain with the payment timer polling beside it (EXPIRY_POLL_MS).
           const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile, timer: kind === 'timer' });
+          const caughtUp = events ? await relayCatchUp(c, sale) : null;
           const verified = await verifySale(c, sale);
+          if (caughtUp && !caughtUp.ok) verified.problems.push(caughtUp.problem!);
+          verified.ok = verified.problems.length === 0;
           if (!verified.ok) say(`    VERIFICATION FAILED: ${verified.problems.join('; ')}`);
-          return { ...result, ...verified, admitsPerSecond: sale.admitsPerSecond };
-        });
+          return { ...result, ...verified, admitsPerSecond: sale.admitsPerSecond, ...(caughtUp ? { catchUpSeconds: caughtUp.seconds } : {}) };
+        }, events ? { EVENTS_AMQP_URL: o.amqpUrl, EVENTS_EXCHANGE: events.exchange } : undefined).finally(() => events?.remove());
       }
       if (o.cases.includes('seed')) {
         await resetTables(base);
@@ -217,13 +232,14 @@ async function main(): Promise<void> {
       // the stricter comparison.
       const raw = Math.max(r.raw1?.ordersPerSecond ?? 0, r.rawLanes?.ordersPerSecond ?? 0);
       const seed = r.seed?.ordersPerSecond ?? 0;
-      for (const kind of ['multi', 'timer', 'hot'] as const) {
+      for (const kind of ['multi', 'timer', 'events', 'hot'] as const) {
         const p = r[kind]?.ordersPerSecond;
         if (p === undefined) continue;
         if (raw) r.ratios[`${kind}/raw`] = r2(p / raw);
         if (seed) r.ratios[`${kind}/onePerTx`] = r2(p / seed);
       }
       if (r.timer && r.multi) r.ratios['timer/multi'] = r2(r.timer.ordersPerSecond / r.multi.ordersPerSecond);
+      if (r.events && r.multi) r.ratios['events/multi'] = r2(r.events.ordersPerSecond / r.multi.ordersPerSecond);
     }
 
     for (const row of ROWS) {
@@ -237,6 +253,10 @@ async function main(): Promise<void> {
     const overSeed = report.median.ratios['multi/onePerTx'];
     if (ofRaw !== undefined) report.targets.ofRaw = ofRaw >= TARGET_OF_RAW;
     if (overSeed !== undefined) report.targets.overOnePerTx = overSeed >= TARGET_OVER_ONE_PER_TX;
+    const eventsOfMulti = report.median.ratios['events/multi'];
+    if (eventsOfMulti !== undefined) report.targets.eventsOfMulti = eventsOfMulti >= TARGET_EVENTS_OF_MULTI;
+    const catchUps = report.rounds.flatMap((r) => (r.events?.catchUpSeconds === undefined ? [] : [r.events.catchUpSeconds]));
+    if (catchUps.length) report.targets.relayKeepsUp = catchUps.every((sec) => sec <= TARGET_CATCH_UP_S);
     report.loadavgAfter = (await readMachine(base.redis)).loadavg;
 
     if (o.json) console.log(JSON.stringify(report, null, 2));
@@ -277,6 +297,7 @@ function render(r: Report): string {
     rawLanes: `(b) raw INSERT, ${r.config.rawBatch}/tx, ${r.config.lanes} connections`,
     multi: `pipeline, ${r.config.vouchers} vouchers on ${Math.min(r.config.vouchers, r.config.shards)} shards`,
     timer: 'same, with the payment timer running',
+    events: 'same, order events on (outbox + relay)',
     hot: 'pipeline, 1 hot voucher (1 shard)',
     seed: `(a) one order per tx, XREADGROUP COUNT ${r.config.seedCount}`,
   };
@@ -287,7 +308,10 @@ function render(r: Report): string {
     r.rounds.forEach((round, i) => {
       const m = round[row];
       if (!m) return;
-      const check = (m.ok === undefined ? '' : m.ok ? 'ok' : `FAILED: ${m.problems?.join('; ')}`) + (m.retries ? `, ${m.retries} batch retries (deadlocks)` : '');
+      const check =
+        (m.ok === undefined ? '' : m.ok ? 'ok' : `FAILED: ${m.problems?.join('; ')}`) +
+        (m.retries ? `, ${m.retries} batch retries (deadlocks)` : '') +
+        (m.catchUpSeconds === undefined ? '' : `, outbox empty ${m.catchUpSeconds} s after the drain`);
       const cpu = `${m.cpu.bench} / ${m.cpu.mariadb} / ${m.cpu.redis} / ${m.cpu.other}`;
       lines.push(`${pad(labels[row], 46)}${num(i + 1, 6)}${num(m.orders, 8)}${num(m.seconds.toFixed(2), 9)}${num(m.ordersPerSecond, 10)}  ${pad(cpu, 33)}${check}`);
     });
@@ -299,6 +323,8 @@ function render(r: Report): string {
   const verdict = (b: boolean | null) => (b === null ? 'not measured' : b ? 'met' : 'NOT met');
   lines.push(`target pipeline (multi) >= ${TARGET_OF_RAW * 100}% of raw: ${verdict(r.targets.ofRaw)}`);
   lines.push(`target pipeline (multi) >= ${TARGET_OVER_ONE_PER_TX}x one-per-tx: ${verdict(r.targets.overOnePerTx)}`);
+  lines.push(`target events on >= ${TARGET_EVENTS_OF_MULTI * 100}% of multi: ${verdict(r.targets.eventsOfMulti)}`);
+  lines.push(`target relay keeps up (outbox empty <= ${TARGET_CATCH_UP_S} s after the drain): ${verdict(r.targets.relayKeepsUp)}`);
   r.rounds.forEach((round, i) => {
     for (const kind of ['multi', 'hot'] as const) {
       const p = round[kind];

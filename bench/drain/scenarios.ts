@@ -4,7 +4,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
+import amqp from 'amqplib';
 import type { Container } from '../../src/container.js';
+import { outboxBacklog } from '../../src/events/relay.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
@@ -30,7 +32,7 @@ function measured(orders: number, ms: number, cpu: CpuSample): Measured {
 }
 
 export async function resetTables(c: Container): Promise<void> {
-  for (const table of ['orders', 'user_quantities', 'vouchers']) await sql`truncate table ${sql.table(table)}`.execute(c.db);
+  for (const table of ['orders', 'user_quantities', 'vouchers', 'order_events']) await sql`truncate table ${sql.table(table)}`.execute(c.db);
 }
 
 /** The row the pipeline inserts for an accepted order (store-orders.ts). */
@@ -355,4 +357,41 @@ export async function rawInserts(c: Container, total: number, batch: number, con
     }),
   );
   return measured(total, performance.now() - started, cpu());
+}
+
+// ---------------------------------------------------------------------------------------------
+// events: the outbox on, with a durable queue bound, so that persistent messages are written to
+// the broker's disk as with a real consumer.
+
+/** The case's own exchange and durable queue; remove() deletes both. */
+export async function benchExchange(url: string, name: string): Promise<{ exchange: string; remove(): Promise<void> }> {
+  const connection = await amqp.connect(url);
+  const channel = await connection.createChannel();
+  await channel.assertExchange(name, 'topic', { durable: true });
+  await channel.assertQueue(name, { durable: true });
+  await channel.bindQueue(name, name, 'order.*');
+  return {
+    exchange: name,
+    async remove() {
+      await channel.deleteQueue(name).catch(() => undefined);
+      await channel.deleteExchange(name).catch(() => undefined);
+      await connection.close().catch(() => undefined);
+    },
+  };
+}
+
+/** Seconds from the end of the drain until the outbox is empty, and whether every event was published. */
+export async function relayCatchUp(c: Container, sale: Sale): Promise<{ ok: boolean; seconds: number; problem?: string }> {
+  const started = performance.now();
+  const total = sale.counts.reduce((a, b) => a + b, 0);
+  for (;;) {
+    const { backlog } = await outboxBacklog(c.db);
+    const seconds = Math.round(performance.now() - started) / 1000;
+    if (backlog === 0) {
+      const published = (await c.metrics.eventsPublished.get()).values[0]?.value ?? 0;
+      return published === total ? { ok: true, seconds } : { ok: false, seconds, problem: `events published ${published} != orders ${total}` };
+    }
+    if (seconds > 60) return { ok: false, seconds, problem: `${backlog} events still in the outbox after 60 s` };
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
 }

@@ -11,6 +11,7 @@ import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
+import type { EventOutbox } from '../orders/outbox.js';
 import { kindOf } from '../vouchers/kinds.js';
 import { takeStock } from '../vouchers/stock.js';
 import type { Claim, Claimed, Claimer } from './claim.js';
@@ -23,17 +24,20 @@ export interface ClaimInSqlDeps {
   keys: KeySpace;
   ids: IdGenerator;
   events: OrderEvents;
+  /** The order-event outbox: the `stored` event commits with the order. */
+  outbox?: EventOutbox;
   /** limited: lifetime of the per-user lock, renewed while the claim runs. */
   lockTtlMs: number;
 }
 
-export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: ClaimInSqlDeps): Claimer {
+export function claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTtlMs }: ClaimInSqlDeps): Claimer {
   return async function claimInSql(claim) {
     const result =
       kindOf(claim.voucher).perUserLock
-        ? await withClaimLock(redis, keys.claimLock(claim.voucher.id, claim.userId), lockTtlMs, (lockLost) => storeClaim(db, ids, claim, lockLost))
-        : await storeClaim(db, ids, claim);
+        ? await withClaimLock(redis, keys.claimLock(claim.voucher.id, claim.userId), lockTtlMs, (lockLost) => storeClaim(db, ids, claim, outbox, lockLost))
+        : await storeClaim(db, ids, claim, outbox);
     if (result.fresh) {
+      outbox?.committed();
       await events.publish([
         {
           type: 'stored',
@@ -55,7 +59,7 @@ export function claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs }: C
  * the quantity row, then the order insert. Checks in the order of the seckill script: replay,
  * window, limit, stock (a buyer at the limit hears LIMIT_EXCEEDED even when sold out).
  */
-async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, lockLost?: () => boolean): Promise<Claimed> {
+async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: EventOutbox, lockLost?: () => boolean): Promise<Claimed> {
   const voucherId = claim.voucher.id.toString();
   const userId = claim.userId.toString();
   const q = claim.quantity;
@@ -115,6 +119,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, lockLost?: () 
         idempotency_key: claim.idempotencyKey ?? null,
       })
       .execute();
+    await outbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q }]);
 
     // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is
     // a fail-fast guard; the locked rows above are what keep the limit.

@@ -34,7 +34,7 @@ export interface Api {
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
-  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
   const tokens = createTokenService(config.jwtSecret);
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
@@ -63,7 +63,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
       claimers: claimersByKind({
         redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, onOutcome: metrics.countClaim }),
-        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, lockTtlMs: config.claimLockTtlMs })),
+        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTtlMs: config.claimLockTtlMs })),
       }),
     },
     claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
@@ -73,7 +73,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       events,
     },
     lifecycle: {
-      payOrder: payOrderUseCase({ db, getOrder, releases, events }),
+      payOrder: payOrderUseCase({ db, getOrder, releases, events, outbox }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },

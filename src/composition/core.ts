@@ -17,6 +17,7 @@ import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/outbox-relay
 import { createReleases, type Releases } from '../lifecycle/releases.js';
 import { createMetrics, type Metrics } from '../metrics.js';
 import { createOrderEvents, type OrderEvents } from '../orders/events.js';
+import { createEventOutbox, type EventOutbox } from '../orders/outbox.js';
 import { createInflightReader, type InflightReader } from '../orders/inflight.js';
 import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../protection/units-back.js';
 import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/directory.js';
@@ -38,6 +39,8 @@ export interface Core {
   /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
   unitsBack: UnitsBack;
   events: OrderEvents;
+  /** Order events for RabbitMQ, written with each change (off without EVENTS_AMQP_URL). */
+  outbox: EventOutbox;
   inflight: InflightReader;
   vouchers: VoucherRepository;
   directory: VoucherDirectory;
@@ -100,8 +103,9 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const directory = createVoucherDirectory(vouchers);
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
-    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events });
-    const releases = createReleases({ db, relay, events, log });
+    const outbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
+    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events, outbox });
+    const releases = createReleases({ db, relay, events, log, outbox });
     const reconciler = createReconciler({
       db, redis, keys, scripts, directory, redisState, moves, relay, releases, log,
       staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
@@ -109,7 +113,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, inflight, vouchers, directory, redisState, moves, relay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, outbox, inflight, vouchers, directory, redisState, moves, relay, releases, reconciler,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

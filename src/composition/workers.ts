@@ -1,8 +1,10 @@
-// The workers' role on top of the core: the order pipeline, the payment timer and scheduled
-// reconciliation. Each starts at most once and registers its own stop with the core's closer,
+// The workers' role on top of the core: the order pipeline, the payment timer, scheduled
+// reconciliation and the order-event relay (with EVENTS_AMQP_URL). Each starts at most once and registers its own stop with the core's closer,
 // so close() stops the workers before the clients they use.
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
+import { createAmqpPublisher } from '../events/amqp-publisher.js';
+import { EventRelay, outboxBacklog } from '../events/relay.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
 import type { Core } from './core.js';
@@ -14,12 +16,14 @@ export interface Workers {
   startExpiry(): ExpiryWorker;
   /** Starts scheduled reconciliation (RECONCILE_INTERVAL_MS; one runner across processes). */
   startReconcile(): Promise<ReconcileSchedule | null>;
-  /** Everything a worker runs: the pipeline, the payment timer and scheduled reconciliation. */
+  /** Starts the relay of order events to RabbitMQ in this process (null: EVENTS_AMQP_URL is not set). */
+  startEventRelay(): Promise<EventRelay | null>;
+  /** Everything a worker runs: the pipeline, the payment timer, scheduled reconciliation and the event relay. */
   startWorkers(): Promise<void>;
 }
 
 export function createWorkers(core: Core): Workers {
-  const { config, log, redis, db, keys, scripts, metrics, events, relay, releases, reconciler, closer, redisWatch } = core;
+  const { config, log, redis, db, keys, scripts, metrics, events, outbox, relay, releases, reconciler, closer, redisWatch } = core;
   /** Starts once; its stop joins the closer as soon as it exists. */
   const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
     let started: Promise<T> | null = null;
@@ -45,6 +49,7 @@ export function createWorkers(core: Core): Workers {
         claimIdleMs: config.claimIdleMs,
         maxDeliveries: config.maxDeliveries,
       },
+      outbox,
       events: {
         stored: (n) => metrics.stored.inc(n),
         failed: (reason) => metrics.failed.inc({ reason }),
@@ -81,14 +86,34 @@ export function createWorkers(core: Core): Workers {
   });
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
 
+  const startRelay = once('order-event relay', async () => {
+    const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log });
+    // Not connected yet: a broker that is down delays the events, never the worker's start.
+    const eventRelay = EventRelay.start({
+      db,
+      publisher,
+      log,
+      pollMs: config.eventsPollMs,
+      batch: config.eventsBatch,
+      onPublished: (n) => metrics.eventsPublished.inc(n),
+      onFailed: () => metrics.eventRelayFailures.inc(),
+    });
+    outbox.onCommitted(() => eventRelay.nudge());
+    metrics.watchEventOutbox(() => outboxBacklog(db));
+    return eventRelay;
+  });
+  const startEventRelay = async () => (outbox.enabled ? startRelay() : null);
+
   return {
     startPipeline,
     startExpiry,
     startReconcile,
+    startEventRelay,
     async startWorkers() {
       await startPipeline();
       startExpiry();
       await startReconcile();
+      await startEventRelay();
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Principal } from '../auth/tokens.js';
 import { AppError, type ErrorCodeName } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import type { OrderEvents } from '../orders/events.js';
+import type { EventOutbox } from '../orders/outbox.js';
 import type { OrderView } from '../orders/order.js';
 import type { Releases } from './releases.js';
 
@@ -33,22 +34,39 @@ export interface OrderActionDeps {
   getOrder: GetOrder;
   releases: Releases;
   events: OrderEvents;
+  /** The order-event outbox: the `paid` event commits with the payment. */
+  outbox?: EventOutbox;
 }
 
-export function payOrderUseCase({ db, getOrder, releases, events }: OrderActionDeps) {
-  return async function payOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
-    // One conditional update decides a payment racing its deadline: it only changes an unexpired
-    // pending order, in database time, on the row the expiry must lock too.
-    const paid = await db
+export function payOrderUseCase({ db, getOrder, releases, events, outbox }: OrderActionDeps) {
+  // One conditional update decides a payment racing its deadline: it only changes an unexpired
+  // pending order, in database time, on the row the expiry must lock too.
+  const markPaid = (q: Db, caller: Principal, orderId: bigint) =>
+    q
       .updateTable('orders')
       .set({ status: 'paid', paid_at: sql<Date>`now(3)` })
       .where('id', '=', orderId.toString())
       .where('user_id', '=', caller.userId.toString())
       .where('status', '=', 'pending_payment')
       .where('expires_at', '>', sql<Date>`now(3)`)
-      .executeTakeFirst();
+      .executeTakeFirst()
+      .then((r) => r.numUpdatedRows === 1n);
+
+  /** The payment and its `paid` event in one transaction (events on). */
+  const markPaidWithEvent = (into: EventOutbox, caller: Principal, orderId: bigint) =>
+    db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
+      if (!(await markPaid(trx, caller, orderId))) return false;
+      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity']).where('id', '=', orderId.toString()).executeTakeFirstOrThrow();
+      const userId = caller.userId.toString();
+      await into.write(trx, [{ type: 'paid', status: 'paid', orderId: orderId.toString(), voucherId: row.voucher_id, userId, quantity: row.quantity }]);
+      return true;
+    });
+
+  return async function payOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
+    const paidNow = outbox?.enabled ? await markPaidWithEvent(outbox, caller, orderId) : await markPaid(db, caller, orderId);
+    if (paidNow) outbox?.committed();
     const order = await getOrder(asOwner(caller), orderId);
-    if (paid.numUpdatedRows === 1n) {
+    if (paidNow) {
       await events.publish([{ type: 'paid', status: 'paid', orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
       return order;
     }

@@ -10,6 +10,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import type { OrderEvents } from '../orders/events.js';
+import type { EventOutbox } from '../orders/outbox.js';
 import type { ReleaseRelay } from './outbox-relay.js';
 import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.js';
 
@@ -22,14 +23,20 @@ export interface Releases {
   cancel(orderId: bigint, userId: bigint): Promise<boolean>;
 }
 
+const eventOf = (status: ReleaseStatus) => (o: LockedOrder) => ({
+  type: status, status, orderId: o.id, voucherId: o.voucher_id, userId: o.user_id, quantity: o.quantity,
+});
+
 export interface ReleasesDeps {
   db: Db;
   relay: ReleaseRelay;
   events: OrderEvents;
   log: Logger;
+  /** The order-event outbox: the expired / cancelled events commit with the release. */
+  outbox?: EventOutbox;
 }
 
-export function createReleases({ db, relay, events, log }: ReleasesDeps): Releases {
+export function createReleases({ db, relay, events, log, outbox }: ReleasesDeps): Releases {
   // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
   // hold up the pipeline inserting new pending orders.
   async function release(status: ReleaseStatus, lock: (trx: Parameters<typeof releaseLocked>[0]) => Promise<LockedOrder[]>) {
@@ -39,12 +46,12 @@ export function createReleases({ db, relay, events, log }: ReleasesDeps): Releas
       .execute(async (trx) => {
         const locked = await lock(trx);
         await releaseLocked(trx, locked, status);
+        await outbox?.write(trx, locked.map(eventOf(status)));
         return locked;
       });
     if (orders.length === 0) return 0;
-    await events.publish(
-      orders.map((o) => ({ type: status, status, orderId: o.id, voucherId: o.voucher_id, userId: o.user_id, quantity: o.quantity })),
-    );
+    outbox?.committed();
+    await events.publish(orders.map(eventOf(status)));
     await relay.drain().catch((err: unknown) => log.warn({ err }, 'release relay failed; the outbox keeps the units'));
     return orders.length;
   }

@@ -13,7 +13,9 @@ import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { pubSubOf } from '../infra/redis/client.js';
 
-export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
+import type { OrderEventType } from '../infra/db/types.js';
+
+export type { OrderEventType };
 
 export interface OrderEvent {
   type: OrderEventType;

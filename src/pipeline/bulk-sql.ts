@@ -2,9 +2,10 @@
 // voucher in it: lock and upsert the buyers' quantity rows), built by hand: on 500-row statements
 // kysely's compile step plus mysql2's client-side interpolation of thousands of parameters cost a
 // fifth of the pipeline's CPU.
-// Safe because every value passes through one of the literal functions below, which accept only
-// integers, dates, and text escaped by the driver's own function. Everything else stays kysely.
-import { escape } from 'mysql2';
+// Safe because every value passes through a literal function (infra/db/literals.ts, datetime
+// below), which accept only integers, dates, and text escaped by the driver's own function.
+// Everything else stays kysely.
+import { int, text } from '../infra/db/literals.js';
 import type { StoredOrderStatus } from '../infra/db/types.js';
 
 /** One row of `orders` as the pipeline inserts it. */
@@ -18,14 +19,6 @@ export interface OrderRow {
   /** Payment window of a pending order, counted from `nowMs` of insertOrdersSql (null: failed). */
   paymentTimeoutSeconds: number | null;
   failureReason: string | null;
-}
-
-const UNSIGNED = /^[0-9]{1,20}$/;
-
-function int(value: string | number | bigint): string {
-  const text = String(value);
-  if (!UNSIGNED.test(text)) throw new TypeError(`not an unsigned integer: ${text.slice(0, 40)}`);
-  return text;
 }
 
 const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
@@ -44,8 +37,6 @@ function lastDatetime(): (ms: number) => string {
   let last = '';
   return (ms) => (ms === lastMs ? last : ((lastMs = ms), (last = datetime(ms))));
 }
-
-const text = (value: string | null): string => (value === null ? 'NULL' : escape(value));
 
 /** `nowMs`: the database's clock at storage, where pending orders' payment windows start. */
 export function insertOrdersSql(rows: OrderRow[], nowMs: number): string {

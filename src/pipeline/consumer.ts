@@ -14,6 +14,7 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
 import type { OrderEvent, OrderEvents } from '../orders/events.js';
+import type { EventOutbox } from '../orders/outbox.js';
 import { isTransientDbError } from './db-errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
@@ -50,6 +51,8 @@ export interface PipelineDeps {
   log: Logger;
   options: PipelineOptions;
   events?: PipelineEvents;
+  /** The order-event outbox each batch writes to (events on). */
+  outbox?: EventOutbox;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -182,7 +185,7 @@ class Lane {
     let checkStored = entries.some((e) => e.deliveries > 1);
     for (;;) {
       try {
-        return await storeOrders(this.deps.db, entries, { failAll, checkStored });
+        return await storeOrders(this.deps.db, entries, { failAll, checkStored, outbox: this.deps.outbox });
       } catch (err) {
         if ((err as { code?: string }).code === 'ER_DUP_ENTRY' && !checkStored) {
           checkStored = true;

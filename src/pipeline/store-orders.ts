@@ -12,6 +12,7 @@ import type { Db } from '../infra/db/database.js';
 import type { Database } from '../infra/db/types.js';
 import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from '../infra/redis/records.js';
+import type { EventOutbox, OutboxEvent } from '../orders/outbox.js';
 import { takeStock } from '../vouchers/stock.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
 
@@ -112,18 +113,29 @@ async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
   await sql.raw(insertOrdersSql(rows, now)).execute(trx);
 }
 
+const eventOf = (r: OrderRow): OutboxEvent => ({
+  type: r.status === 'failed' ? 'failed' : 'stored',
+  orderId: r.id,
+  voucherId: r.voucherId,
+  userId: r.userId,
+  quantity: r.quantity,
+  status: r.status,
+});
+
 export interface StoreOptions {
   /** Store entries not stored yet as failed with this reason (poison). */
   failAll?: string;
   /** Look up which orders are stored already (redelivery); without it a stored one fails the insert. */
   checkStored?: boolean;
+  /** Where the batch's `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
+  outbox?: EventOutbox;
 }
 
 /**
  * Decides and stores every entry; returns how each order must be settled in Redis.
  * Throws on database errors; the caller retries transient ones with the same entries.
  */
-export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true }: StoreOptions = {}): Promise<Map<string, Settlement>> {
+export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true, outbox }: StoreOptions = {}): Promise<Map<string, Settlement>> {
   const out = new Map<string, Settlement>();
   if (entries.length === 0) return out;
   // READ COMMITTED: the voucher row lock already serialises a voucher's batches; the default
@@ -150,6 +162,9 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
       }
     }
     await insertOrders(trx, rows);
+    // Only orders inserted now: a redelivered order's events were written when it was stored.
+    await outbox?.write(trx, rows.map(eventOf));
   });
+  outbox?.committed();
   return out;
 }

@@ -58,9 +58,25 @@ export interface ReleaseOutboxTable {
   created_at: Generated<Date>;
 }
 
+export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
+
+/** The outbox of order events for RabbitMQ (events/relay.ts); a row lives until the broker confirmed it. */
+export interface OrderEventsTable {
+  event_id: Generated<string>;
+  order_id: Id;
+  voucher_id: Id;
+  user_id: Id;
+  type: OrderEventType;
+  quantity: number;
+  /** The order's status after the event (`processing` for a promotion not stored yet). */
+  status: string;
+  created_at: Generated<Date>;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
   user_quantities: UserQuantitiesTable;
   release_outbox: ReleaseOutboxTable;
+  order_events: OrderEventsTable;
 }

@@ -3,6 +3,7 @@ import * as initial from './0001-initial.js';
 import * as lifecycle from './0002-lifecycle.js';
 import * as voucherVersion from './0003-voucher-version.js';
 import * as voucherSegments from './0004-voucher-segments.js';
+import * as orderEvents from './0005-order-events.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002-lifecycle': lifecycle,
   '0003-voucher-version': voucherVersion,
   '0004-voucher-segments': voucherSegments,
+  '0005-order-events': orderEvents,
 };

@@ -1,0 +1,51 @@
+// The message of one order event on RabbitMQ (README: Order events): routing key `order.<type>`,
+// a JSON body with every id as a string, and the event id as the AMQP message id (the consumers'
+// dedupe key, delivery being at least once).
+import type { OrderEventType } from '../infra/db/types.js';
+
+export interface OrderEventBody {
+  eventId: string;
+  type: OrderEventType;
+  orderId: string;
+  voucherId: string;
+  userId: string;
+  quantity: number;
+  status: string;
+  /** ISO-8601: when the change committed (database time). */
+  at: string;
+}
+
+/** One row of `order_events` as the relay reads it. */
+export interface OutboxRow {
+  event_id: string;
+  order_id: string;
+  voucher_id: string;
+  user_id: string;
+  type: OrderEventType;
+  quantity: number;
+  status: string;
+  created_at: Date;
+}
+
+export interface EventMessage {
+  eventId: string;
+  type: OrderEventType;
+  routingKey: string;
+  body: Buffer;
+  /** Milliseconds since the epoch (the AMQP timestamp property is in seconds; this stays exact). */
+  atMs: number;
+}
+
+export function messageOf(row: OutboxRow): EventMessage {
+  const body: OrderEventBody = {
+    eventId: row.event_id,
+    type: row.type,
+    orderId: row.order_id,
+    voucherId: row.voucher_id,
+    userId: row.user_id,
+    quantity: row.quantity,
+    status: row.status,
+    at: row.created_at.toISOString(),
+  };
+  return { eventId: row.event_id, type: row.type, routingKey: `order.${row.type}`, body: Buffer.from(JSON.stringify(body)), atMs: row.created_at.getTime() };
+}

@@ -1,0 +1,148 @@
+// Sends the order-event outbox to RabbitMQ. Each round, in ONE database transaction: claim the
+// oldest unsent rows (FOR UPDATE SKIP LOCKED, so any number of workers share the work), keep per
+// order only the events no other relay has an earlier one of, publish them in id order, wait for
+// the broker's confirms, delete them, commit. A relay that dies at any point leaves its rows
+// unsent (its transaction rolls back) and another round sends them again: at least once, never
+// lost, and per order in the order they happened. Consumers dedupe by eventId.
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import type { Db } from '../infra/db/database.js';
+import type { EventPublisher } from './amqp-publisher.js';
+import { messageOf, type OutboxRow } from './message.js';
+
+const MIN_BACKOFF_MS = 100;
+const MAX_BACKOFF_MS = 5_000;
+
+export interface EventRelayDeps {
+  db: Db;
+  publisher: EventPublisher;
+  log: Logger;
+  pollMs: number;
+  batch: number;
+  onPublished?(count: number): void;
+  onFailed?(): void;
+  /** Tests only: runs after the broker confirmed a round, before its rows are deleted. */
+  afterConfirm?(): Promise<void>;
+}
+
+/**
+ * The claimed rows that may leave now: per order, claimed rows in id order up to the first
+ * unsent row of that order that another relay holds (it must leave first).
+ */
+export function sendableInOrder(claimed: OutboxRow[], unsent: { order_id: string; event_id: string }[]): OutboxRow[] {
+  const ours = new Set(claimed.map((r) => r.event_id));
+  const firstForeign = new Map<string, bigint>();
+  for (const row of unsent) {
+    if (!ours.has(row.event_id) && !firstForeign.has(row.order_id)) firstForeign.set(row.order_id, BigInt(row.event_id));
+  }
+  return claimed.filter((r) => {
+    const foreign = firstForeign.get(r.order_id);
+    return foreign === undefined || BigInt(r.event_id) < foreign;
+  });
+}
+
+/** Unsent events in the outbox and the age of the oldest, in database time. */
+export async function outboxBacklog(db: Db): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+  const { rows } = await sql<{ n: string | number; age_ms: string | number | null }>`
+    select count(*) as n, timestampdiff(microsecond, min(created_at), now(3)) div 1000 as age_ms from order_events`.execute(db);
+  const row = rows[0];
+  return { backlog: Number(row?.n ?? 0), oldestAgeSeconds: row?.age_ms == null ? 0 : Number(row.age_ms) / 1000 };
+}
+
+export class EventRelay {
+  private closing = false;
+  private nudged = false;
+  private wake: (() => void) | null = null;
+  private readonly running: Promise<void>;
+
+  private constructor(private readonly deps: EventRelayDeps) {
+    this.running = this.loop();
+  }
+
+  static start(deps: EventRelayDeps): EventRelay {
+    return new EventRelay(deps);
+  }
+
+  /** Rows were committed here: look at once instead of at the next poll. */
+  nudge(): void {
+    this.nudged = true;
+    this.wake?.();
+  }
+
+  private async loop(): Promise<void> {
+    const { log, pollMs, batch, onFailed } = this.deps;
+    let backoff = MIN_BACKOFF_MS;
+    let failing = false;
+    while (!this.closing) {
+      this.nudged = false;
+      try {
+        const { claimed, sent } = await this.round();
+        if (failing) log.info('order events: relaying again');
+        failing = false;
+        backoff = MIN_BACKOFF_MS;
+        if (claimed === batch && sent > 0) continue; // more waiting: no pause
+        await this.pause(pollMs);
+      } catch (err) {
+        onFailed?.();
+        // Once per outage at warn level; the rows stay in the outbox meanwhile.
+        if (!failing) log.warn({ err: (err as Error).message }, 'order events: relay failed; retrying with back-off');
+        failing = true;
+        await this.pause(backoff, false);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+      }
+    }
+  }
+
+  private async round(): Promise<{ claimed: number; sent: number }> {
+    const { db, publisher, batch, onPublished, afterConfirm } = this.deps;
+    const result = await db
+      .transaction()
+      .setIsolationLevel('read committed')
+      .execute(async (trx) => {
+        const claimed: OutboxRow[] = await trx.selectFrom('order_events').selectAll().orderBy('event_id').limit(batch).forUpdate().skipLocked().execute();
+        if (claimed.length === 0) return { claimed: 0, sent: 0 };
+        const orderIds = [...new Set(claimed.map((r) => r.order_id))];
+        // A plain read sees the rows other relays hold (locked, not yet deleted).
+        const unsent = await trx
+          .selectFrom('order_events')
+          .select(['order_id', 'event_id'])
+          .where('order_id', 'in', orderIds)
+          .where('event_id', '<=', claimed[claimed.length - 1]!.event_id)
+          .orderBy('event_id')
+          .execute();
+        const sendable = sendableInOrder(claimed, unsent);
+        if (sendable.length === 0) return { claimed: claimed.length, sent: 0 };
+        await publisher.publishConfirmed(sendable.map(messageOf));
+        await afterConfirm?.();
+        await trx.deleteFrom('order_events').where('event_id', 'in', sendable.map((r) => r.event_id)).execute();
+        return { claimed: claimed.length, sent: sendable.length };
+      });
+    if (result.sent) onPublished?.(result.sent);
+    return result;
+  }
+
+  /** Waits `ms`, or less when nudged (unless `nudgeable` is false: a back-off is not cut short). */
+  private pause(ms: number, nudgeable = true): Promise<void> {
+    if (this.closing || (nudgeable && this.nudged)) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wake = () => {
+        if (nudgeable || this.closing) done();
+      };
+    }).finally(() => {
+      this.wake = null;
+    });
+  }
+
+  /** Lets the current round finish (or fail), then stops and closes the broker connection. Idempotent. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.wake?.();
+    await this.running;
+    await this.deps.publisher.close();
+  }
+}

@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createAmqpPublisher } from '../../src/events/amqp-publisher.js';
+import { EventRelay } from '../../src/events/relay.js';
+import { burst, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { waitForDrain } from '../support/invariants.js';
+import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
+
+// The app writes events (EVENTS_AMQP_URL set) but runs no relay of its own: each test starts the
+// relays it needs, with their own broker connections.
+const tap = await tapEvents('relay_faults');
+const t = await startTestApp('relay_faults', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange });
+await t.c.startPipeline();
+
+const log = pino({ level: 'silent' });
+const broker = new URL(AMQP_URL);
+
+function startRelay(url: string, afterConfirm?: () => Promise<void>) {
+  const publisher = createAmqpPublisher({ url, exchange: tap.exchange, log });
+  return EventRelay.start({ db: t.c.db, publisher, log, pollMs: 50, batch: 100, afterConfirm });
+}
+
+const outboxRows = async (voucherId: string) => (await t.c.db.selectFrom('order_events').select('event_id').where('voucher_id', '=', voucherId).execute()).length;
+
+/** A sold-out sale of `n` stored orders, half of them paid. */
+async function saleWithPayments(n: number, firstUser: number) {
+  const v = await createVoucher(t, { stock: n });
+  const admitted = await burst(t, v.id, range(firstUser, n));
+  assert.equal(admitted.length, n);
+  await waitForDrain(t.c, v.id);
+  const orders = await t.c.db.selectFrom('orders').select(['id', 'user_id']).where('voucher_id', '=', v.id).execute();
+  for (const o of orders.slice(0, n / 2)) assert.equal((await orderAction(t, 'pay', o.id, Number(o.user_id))).statusCode, 200);
+  return v;
+}
+
+describe('order-event relay faults', () => {
+  it('when the broker is cut for 10.5 s, then nothing is lost: the events wait in the outbox and arrive after it returns', async () => {
+    const proxy = new TcpProxy(broker.hostname, Number(broker.port || 5672));
+    const port = await proxy.start();
+    const viaProxy = new URL(AMQP_URL);
+    viaProxy.port = String(port);
+    const relay = startRelay(viaProxy.toString());
+    try {
+      const before = await saleWithPayments(10, 1_000);
+      await waitFor('the first sale\'s events', () => tap.deduped().filter((e) => e.voucherId === before.id).length === 15, 10_000);
+
+      await proxy.cut();
+      const during = await saleWithPayments(20, 2_000);
+      await new Promise((r) => setTimeout(r, 10_500));
+      assert.equal(await outboxRows(during.id), 30, 'every event of the cut waits in the outbox');
+      assert.equal(tap.received.filter((e) => e.voucherId === during.id).length, 0, 'nothing got through the cut');
+
+      await proxy.restore();
+      await waitFor('the events of the cut to arrive', () => tap.deduped().filter((e) => e.voucherId === during.id).length === 30, 15_000);
+      await assertEventsDelivered(t.c.db, tap, before.id);
+      await assertEventsDelivered(t.c.db, tap, during.id);
+    } finally {
+      await relay.close();
+      await proxy.stop();
+    }
+  });
+
+  it('when a relay dies after the broker confirmed but before its rows are deleted, then another sends them again and dedupe keeps each once', async () => {
+    const v = await saleWithPayments(10, 3_000);
+    // Dies at the worst moment, every round: its transaction is rolled back as a killed process's is.
+    const dying = startRelay(AMQP_URL, () => Promise.reject(new Error('killed between publish and delete')));
+    await waitFor('every event published at least once', () => tap.deduped().filter((e) => e.voucherId === v.id).length === 15, 10_000);
+    await dying.close();
+    assert.equal(await outboxRows(v.id), 15, 'nothing was deleted');
+
+    const survivor = startRelay(AMQP_URL);
+    try {
+      await assertEventsDelivered(t.c.db, tap, v.id);
+      const copies = tap.received.filter((e) => e.voucherId === v.id).length;
+      assert.ok(copies >= 30, `each event arrived at least twice (${copies} deliveries of 15 events)`);
+    } finally {
+      await survivor.close();
+    }
+  });
+});
