@@ -197,7 +197,7 @@ export const settings = {
     nonEmpty(/^[A-Za-z0-9._:-]{1,255}$/, 'an exchange name of letters, digits and . _ : -'),
   ),
   eventsPollMs: setting('EVENTS_POLL_MS', '200', 'How often a worker looks for unsent order events (at once after its own writes).', int(10, 60_000)),
-  eventsBatch: setting('EVENTS_BATCH', '500', 'Most order events one relay publishes and deletes in one database transaction.', int(1, 10_000)),
+  eventsBatch: setting('EVENTS_BATCH', '2000', 'Most order events one relay publishes and deletes in one database transaction.', int(1, 10_000)),
   claimLockTtlMs: setting(
     'CLAIM_LOCK_TTL_MS',
     '5000',

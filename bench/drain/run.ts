@@ -53,6 +53,10 @@ interface Options {
   rounds: number;
   breakdown: boolean;
   profile: boolean;
+  /** events: rows per relay round (EVENTS_BATCH). */
+  eventsBatch: number;
+  /** events: the relay starts only once the drain is measured (the outbox's own cost, apart from the relay's). */
+  relayAfter: boolean;
   json: boolean;
   redisUrl: string;
   mysqlServer: string;
@@ -82,6 +86,8 @@ function parseOptions(argv: string[]): Options {
       workers: { type: 'string', default: '0' },
       breakdown: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      'events-batch': { type: 'string', default: settings.eventsBatch.default },
+      'relay-after': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -105,6 +111,8 @@ function parseOptions(argv: string[]): Options {
     rounds: whole('rounds', v.rounds, 1),
     breakdown: v.breakdown,
     profile: v.profile,
+    eventsBatch: whole('events-batch', v['events-batch'], 1),
+    relayAfter: v['relay-after'],
     json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
@@ -200,8 +208,8 @@ async function main(): Promise<void> {
         await resetTables(base);
         const events = kind === 'events' ? await benchExchange(o.amqpUrl, `bench-drain-${process.pid}`) : null;
         r[kind] = await withContainer(`${kind[0]}${round}`, async (c) => {
-          // events: the relay runs beside the pipeline, from the start, as in a worker.
-          if (events) await c.startEventRelay();
+          // events: the relay runs beside the pipeline, from the start, as in a worker (or after the drain).
+          if (events && !o.relayAfter) await c.startEventRelay();
           const voucherCount = kind === 'hot' ? 1 : o.vouchers;
           say(`  pipeline, ${voucherCount} voucher(s): pre-filling ${o.orders} admissions ...`);
           const sale = await prefill(c, kind === 'hot' ? 2n : 1n, voucherCount, o.orders);
@@ -209,13 +217,14 @@ async function main(): Promise<void> {
           const profileFile = o.profile ? fileURLToPath(new URL(`./profiles/${kind}-${process.pid}-${round}.cpuprofile`, import.meta.url)) : undefined;
           // timer: the same drain with the payment timer polling beside it (EXPIRY_POLL_MS).
           const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile, timer: kind === 'timer' });
+          if (events && o.relayAfter) await c.startEventRelay();
           const caughtUp = events ? await relayCatchUp(c, sale) : null;
           const verified = await verifySale(c, sale);
           if (caughtUp && !caughtUp.ok) verified.problems.push(caughtUp.problem!);
           verified.ok = verified.problems.length === 0;
           if (!verified.ok) say(`    VERIFICATION FAILED: ${verified.problems.join('; ')}`);
           return { ...result, ...verified, admitsPerSecond: sale.admitsPerSecond, ...(caughtUp ? { catchUpSeconds: caughtUp.seconds } : {}) };
-        }, events ? { EVENTS_AMQP_URL: o.amqpUrl, EVENTS_EXCHANGE: events.exchange } : undefined).finally(() => events?.remove());
+        }, events ? { EVENTS_AMQP_URL: o.amqpUrl, EVENTS_EXCHANGE: events.exchange, EVENTS_BATCH: String(o.eventsBatch) } : undefined).finally(() => events?.remove());
       }
       if (o.cases.includes('seed')) {
         await resetTables(base);
