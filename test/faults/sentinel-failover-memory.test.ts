@@ -5,7 +5,7 @@ import { failoverSale } from '../support/failover.js';
 import { assertInvariants } from '../support/invariants.js';
 
 describe('Sentinel failover under load, ADMIT_DURABILITY=memory', () => {
-  it('when the master is killed, then the admissions the replica had are kept, and nothing is oversold or duplicated', { timeout: 150_000 }, async (ctx) => {
+  it('when the master is killed, then the admissions the replica had are kept, and nothing is oversold or duplicated', { timeout: 120_000 }, async (ctx) => {
     const { t, v, sale } = await failoverSale('failover-memory', 'memory', ctx);
     const stored = new Set((await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).execute()).map((o) => o.id));
     const lost = sale.admitted().filter((id) => !stored.has(id));

@@ -13,7 +13,11 @@ const STOCK = 2_000;
 const BUYERS = 3_000;
 
 export async function failoverSale(label: string, durability: 'replica' | 'memory', ctx: TestContext): Promise<{ t: TestApp; v: Record<string, any>; sale: Sale }> {
+  // Progress on stderr, shown even if the file runs out of time (diagnostics come only at the end).
+  const startedAt = performance.now();
+  const step = (what: string) => process.stderr.write(`${label}: ${what} at ${Math.round(performance.now() - startedAt)} ms\n`);
   const topology = await startSentinelTopology();
+  step('topology up');
   const t = await startTestApp(label, {
     REDIS_SENTINELS: topology.sentinels,
     REDIS_SENTINEL_NAME: topology.name,
@@ -25,7 +29,12 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
     // A buyer retries through the whole failover; the per-buyer bucket would answer them 429.
     BUCKET_USER_RATE: '0',
   });
-  ctx.after(() => topology.stop()); // after hooks run in order: the app closes first
+  ctx.after(async () => {
+    step('closing');
+    await topology.stop();
+    step('topology down');
+  }); // after hooks run in order: the app closes first
+  step('app started');
   // A failure says what the topology looked like, not only which wait ran out.
   const explained = async <T>(step: Promise<T>): Promise<T> => {
     try {
@@ -37,18 +46,37 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   await t.c.startWorkers();
   const v = await createVoucher(t, { stock: STOCK });
   // Buyers retry for as long as a failover takes (down-after 1 s, then the election), within bounds.
-  const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 40_000 });
-  await explained(waitFor('a quarter of the units admitted', () => sale.answers.filter((a) => a.status === 202).length >= STOCK / 4, 20_000));
+  // Every wait is bounded so that a failover that never happens fails the test with the topology's
+  // state well inside the file's time budget (a file that runs out of time loses its output).
+  const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 25_000 });
+  await explained(waitFor('a quarter of the units admitted', () => sale.answers.filter((a) => a.status === 202).length >= STOCK / 4, 15_000));
+  step('a quarter sold; killing the master');
   await topology.killMaster();
   const killedAt = performance.now();
   await sale.done;
+  step('sale over');
   ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
   if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await topology.describe()}`);
   assertContractAnswers(sale);
-  await explained(waitFor('the service to write to the promoted replica', async () => (await t.c.redis.role())[0] === 'master', 15_000));
-  await explained(waitForDrain(t.c, v.id, 30_000));
+  await explained(waitFor('the service to write to the promoted replica', async () => (await t.c.redis.role())[0] === 'master', 10_000));
+  step('writing to the promoted replica');
+  await explained(waitForDrain(t.c, v.id, 20_000));
+  step('drained');
   // Whatever the new master missed (a settlement, an admission under memory) is drift that
   // reconciliation repairs toward the database.
-  await explained(waitFor('both stores to agree', async () => (await t.c.audit(BigInt(v.id), { drained: true }))?.ok, 20_000, 200));
+  let problems = '';
+  await explained(
+    waitFor(
+      () => `both stores to agree (${problems})`,
+      async () => {
+        const audit = await t.c.audit(BigInt(v.id), { drained: true });
+        problems = JSON.stringify(audit?.checks.filter((c) => !c.ok).map((c) => [c.id, c.problems.slice(0, 3)]));
+        return audit?.ok;
+      },
+      25_000,
+      200,
+    ),
+  );
+  step('both stores agree');
   return { t, v, sale };
 }
