@@ -14,6 +14,7 @@ import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/ro
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
 import { registerGracefulClose } from './protection/graceful-close.js';
+import { registerCors } from './protection/cors.js';
 import { registerTrafficGuards, type TrafficGuards } from './protection/traffic-guards.js';
 import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './consistency/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './claims/routes.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   /** Each store's state and latency (readiness.ts). */
   readiness(): Promise<Readiness>;
   httpLimits: HttpLimits;
+  /** CORS_ORIGINS (protection/cors.ts); empty: no CORS headers. */
+  corsOrigins: string[];
   trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
@@ -99,6 +102,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   );
 
   const closing = registerGracefulClose(app, deps.httpLimits.shutdownGraceMs);
+  // Before the traffic guards, so that their 429s and 503s reach an allowed page readable.
+  registerCors(app, deps.corsOrigins);
   await registerTrafficGuards(app, deps.trafficGuards);
   await app.register(swagger, {
     openapi: {
