@@ -19,7 +19,7 @@ describe('the operator console (GET /console)', () => {
     await page.fill('#token', 'not-a-token');
     await page.click('#sign-in-form button');
     await page.waitForSelector('#sign-in-message:has-text("refused")');
-    assert.match(await page.textContent('#sign-in-message') ?? '', /That token was refused .*seckill token --admin/);
+    assert.match(await page.textContent('#sign-in-message') ?? '', /That token was refused .*seckill token --user 1 --admin/);
     assert.equal(await page.isVisible('#app'), false);
     // A user's token is not an admin's.
     await page.fill('#token', await t.token(42));

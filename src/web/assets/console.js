@@ -7,7 +7,7 @@ import { sparkline } from './lib/sparkline.js';
 import { openEvents } from './lib/sse.js';
 import { phaseOf } from './lib/time.js';
 
-const HINT = 'Mint an admin token with `seckill token --admin` and paste it here.';
+const HINT = 'Mint an admin token with `seckill token --user 1 --admin` and paste it here.';
 const HISTORY = 60;
 const session = tokenStore('seckill.console.token');
 const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
