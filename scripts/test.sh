@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 # Install when node_modules is missing or older than the lock file (new dependencies since).
 [[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
 bash scripts/services.sh up
+# The page tests (test/web) drive Debian's Chromium through playwright-core: install it once.
+if [[ ! -x /usr/bin/chromium ]]; then
+  [[ $(id -u) -eq 0 ]] || { echo "test/web needs /usr/bin/chromium: run as root once, or apt-get install chromium" >&2; exit 1; }
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 mapfile -t files < <(find test -name '*.test.ts' | sort)
 [[ ${#files[@]} -gt 0 ]] || { echo "no test files found" >&2; exit 1; }
 npx tsc -p tsconfig.check.json

@@ -14,12 +14,14 @@ import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/ro
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
 import { registerGracefulClose } from './protection/graceful-close.js';
+import { registerCors } from './protection/cors.js';
 import { registerTrafficGuards, type TrafficGuards } from './protection/traffic-guards.js';
 import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './consistency/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './claims/routes.js';
 import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
+import { registerWebRoutes } from './web/routes.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -32,6 +34,8 @@ export interface AppDeps {
   /** Each store's state and latency (readiness.ts). */
   readiness(): Promise<Readiness>;
   httpLimits: HttpLimits;
+  /** CORS_ORIGINS (protection/cors.ts); empty: no CORS headers. */
+  corsOrigins: string[];
   trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
@@ -39,7 +43,7 @@ export interface AppDeps {
   orders: Omit<OrderRouteDeps, 'guards'>;
   lifecycle: Omit<LifecycleRouteDeps, 'guards'>;
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
-  consistency: Omit<ConsistencyRouteDeps, 'guards'>;
+  consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
 }
 
 const INFRA_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR']);
@@ -57,7 +61,10 @@ function isInfrastructureError(err: Error & { code?: string }): boolean {
 function toAppError(err: FastifyError, log: FastifyBaseLogger): AppError {
   if (err instanceof AppError) return err;
   if (err.validation) {
-    const message = `${err.validationContext ?? 'request'} ${err.validation[0]?.message ?? 'is invalid'}`.replace(/^body /, 'body: ');
+    // The field's path too (body: /stock must be >= 1), so a form can say which field is wrong.
+    const first = err.validation[0];
+    const path = first?.instancePath ? `${first.instancePath} ` : '';
+    const message = `${err.validationContext ?? 'request'} ${path}${first?.message ?? 'is invalid'}`.replace(/^body /, 'body: ');
     return new AppError('INVALID_REQUEST', message);
   }
   if (err.statusCode === 413) return new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${BODY_LIMIT_BYTES} bytes`);
@@ -95,6 +102,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   );
 
   const closing = registerGracefulClose(app, deps.httpLimits.shutdownGraceMs);
+  // Before the traffic guards, so that their 429s and 503s reach an allowed page readable.
+  registerCors(app, deps.corsOrigins);
   await registerTrafficGuards(app, deps.trafficGuards);
   await app.register(swagger, {
     openapi: {
@@ -123,6 +132,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards: deps.guards, ...deps.lifecycle });
   registerWaitlistRoutes(app, { guards: deps.guards, ...deps.waitlist });
-  registerConsistencyRoutes(app, { guards: deps.guards, ...deps.consistency });
+  registerConsistencyRoutes(app, { guards: deps.guards, metrics: deps.metrics, ...deps.consistency });
+  registerWebRoutes(app);
   return app;
 }

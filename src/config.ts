@@ -2,6 +2,7 @@
 // process.env is read here and nowhere else.
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { parseOrigins } from './protection/cors.js';
 
 type Parser<T> = (raw: string) => T;
 
@@ -184,6 +185,12 @@ export const settings = {
   ),
   expiryBatch: setting('EXPIRY_BATCH', '500', 'Most orders expired in one database transaction.', int(1, 10000)),
   waitlistMax: setting('WAITLIST_MAX', '10000', 'Most users waiting per voucher (waitlist: true); later ones are told waitlisted: false.', int(1, 10000000)),
+  corsOrigins: setting(
+    'CORS_ORIGINS',
+    '',
+    'Comma-separated origins (scheme://host[:port]) allowed to call the API from a browser with a bearer token (CORS, no cookies). Empty (the default): none; /console and /store/:voucherId are same-origin and need none.',
+    parseOrigins,
+  ),
   eventsAmqpUrl: setting(
     'EVENTS_AMQP_URL',
     '',

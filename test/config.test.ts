@@ -31,6 +31,8 @@ describe('configuration', () => {
     ['EVENTS_AMQP_URL', 'http://127.0.0.1:5672'],
     ['EVENTS_EXCHANGE', 'has space'],
     ['EVENTS_POLL_MS', '0'],
+    ['CORS_ORIGINS', 'shop.example.com'],
+    ['CORS_ORIGINS', 'https://shop.example.com/path'],
   ] as const) {
     it(`rejects ${env}=${value} with a one-line message naming the variable`, () => {
       assert.throws(

@@ -49,6 +49,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     metrics: metrics.registry,
     countError: metrics.countError,
     httpLimits: httpLimits(config),
+    corsOrigins: config.corsOrigins,
     trafficGuards: trafficGuards(config),
     readiness: readinessCheck({ redisWatch: core.redisWatch, db }),
     vouchers: {

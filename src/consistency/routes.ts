@@ -5,6 +5,8 @@ import { AppError } from '../errors.js';
 import type { VoucherAudit } from './audit.js';
 import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
+import { createLive } from './live.js';
+import { createTickStreams, LIVE_INTERVAL_MS } from './live-stream.js';
 
 const Count = Type.Integer({ minimum: 0 });
 const StatsBody = Type.Object({
@@ -44,9 +46,16 @@ export interface ConsistencyRouteDeps {
   reconcileVoucher(voucherId: bigint): Promise<ReconcileReport>;
   /** `admitted`: order ids a client saw admitted; each must be stored (I3). */
   auditVoucher(voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null>;
+  /** What /metrics answers (this process, or the sum over a supervisor's): the live view's rates. */
+  metrics: { metrics(): Promise<string> };
+  liveIntervalMs?: number;
 }
 
-export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher }: ConsistencyRouteDeps) {
+export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, liveIntervalMs }: ConsistencyRouteDeps) {
+  const streams = createTickStreams(liveIntervalMs ?? LIVE_INTERVAL_MS);
+  // An open stream would keep server.close() waiting for ever.
+  app.addHook('preClose', async () => streams.closeAll());
+
   const audit = async (id: string, admitted?: string[]) => {
     const result = await auditVoucher(BigInt(id), admitted);
     if (!result) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${id} not found`);
@@ -90,5 +99,36 @@ export function registerConsistencyRoutes(app: App, { guards, voucherStats, reco
       },
     },
     async (request) => reconcileVoucher(BigInt(request.params.id)),
+  );
+
+  app.get(
+    '/api/vouchers/:id/live',
+    {
+      onRequest: guards.admin,
+      schema: {
+        tags: ['operations'],
+        summary: 'The operator console\'s live view of one voucher: server-sent events, one snapshot a second (admin)',
+        description:
+          '`text/event-stream` of `event: snapshot` with data {at, stats (as GET /stats), claimsPerSecond: {outcome: n} ' +
+          '(all vouchers, from seckill_claims_total of /metrics), admissionsPerSecond (this voucher, from the stores), ' +
+          'audit?: {ok, failed: [{name, problem}], at} (on the first snapshot and every 10th)}; `event: error` with ' +
+          '{code, message} when a snapshot failed (the stream goes on). Unknown voucher: 404 before the stream starts.',
+        params: IdParams,
+        querystring: Type.Object({}, { additionalProperties: false }),
+        response: {
+          200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } },
+          '4xx': ErrorBody,
+          '5xx': ErrorBody,
+        },
+      },
+    },
+    async (request, reply) => {
+      const next = createLive(BigInt(request.params.id), {
+        voucherStats,
+        auditVoucher: (id) => auditVoucher(id),
+        metricsText: () => metrics.metrics(),
+      });
+      await streams.open(request, reply, next);
+    },
   );
 }

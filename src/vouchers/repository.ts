@@ -13,6 +13,8 @@ export interface WarmSnapshot {
 export interface VoucherRepository {
   insert(v: Voucher): Promise<void>;
   findById(id: bigint): Promise<Voucher | null>;
+  /** The newest vouchers first (ids are time-ordered snowflakes), at most `limit`. */
+  listNewest(limit: number): Promise<Voucher[]>;
   warmSnapshot(voucherId: bigint): Promise<WarmSnapshot | null>;
 }
 
@@ -40,6 +42,10 @@ export function createVoucherRepository(db: Db): VoucherRepository {
     async findById(id) {
       const row = await db.selectFrom('vouchers').selectAll().where('id', '=', id.toString()).executeTakeFirst();
       return row ? voucherFromRow(row) : null;
+    },
+    async listNewest(limit) {
+      const rows = await db.selectFrom('vouchers').selectAll().orderBy('id', 'desc').limit(limit).execute();
+      return rows.map(voucherFromRow);
     },
     async warmSnapshot(voucherId) {
       // REPEATABLE READ: the three reads see the same committed state, so a release is either in

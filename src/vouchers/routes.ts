@@ -41,6 +41,21 @@ const VoucherBody = Type.Object({
   segments: Type.Integer(),
 });
 
+export const DEFAULT_VOUCHER_LIST_LIMIT = 50;
+export const MAX_VOUCHER_LIST_LIMIT = 200;
+/** 1..200 as a decimal string: query values are strings and ajv does not coerce (coerceTypes false). */
+const ListQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9][0-9]?|1[0-9]{2}|200)$',
+        description: `most vouchers returned, an integer 1..${MAX_VOUCHER_LIST_LIMIT} (default ${DEFAULT_VOUCHER_LIST_LIMIT})`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export interface VoucherRouteDeps {
   guards: Guards;
   directory: VoucherDirectory;
@@ -75,6 +90,24 @@ export function registerVoucherRoutes(app: App, { guards, directory, redisState,
     async (request, reply) => {
       const voucher = await createVoucher(request.body);
       return reply.code(201).send(voucherJson(voucher, voucher.stock));
+    },
+  );
+
+  app.get(
+    '/api/vouchers',
+    {
+      onRequest: guards.admin,
+      schema: {
+        tags: ['vouchers'],
+        summary: 'List vouchers, newest first, with their live availability (admin)',
+        description: 'Unknown query parameters are rejected.',
+        querystring: ListQuery,
+        response: { 200: Type.Object({ vouchers: Type.Array(VoucherBody) }), '4xx': ErrorBody },
+      },
+    },
+    async (request) => {
+      const list = await vouchers.listNewest(Number(request.query.limit ?? DEFAULT_VOUCHER_LIST_LIMIT));
+      return { vouchers: await Promise.all(list.map(async (v) => voucherJson(v, await available(v)))) };
     },
   );
 

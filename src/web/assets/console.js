@@ -1,0 +1,212 @@
+// The operator console: sign in with an admin token, list and create vouchers, and watch one
+// voucher live over ONE server-sent-events stream (GET /api/vouchers/:id/live).
+import { createApi } from './lib/api.js';
+import { byId, h, replace } from './lib/dom.js';
+import { signInMessage, tokenStore } from './lib/session.js';
+import { sparkline } from './lib/sparkline.js';
+import { openEvents } from './lib/sse.js';
+import { phaseOf } from './lib/time.js';
+
+const HINT = 'Mint an admin token with `seckill token --user 1 --admin` and paste it here.';
+const HISTORY = 60;
+const session = tokenStore('seckill.console.token');
+const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
+/** @type {(() => void) | null} */
+let stopLive = null;
+
+function signOut(/** @type {string} */ message = '') {
+  session.clear();
+  stopLive?.();
+  stopLive = null;
+  byId('app').hidden = true;
+  byId('sign-out').hidden = true;
+  byId('sign-in').hidden = false;
+  byId('sign-in-message').textContent = message;
+}
+
+async function signIn(/** @type {string} */ token) {
+  session.set(token);
+  try {
+    await loadVouchers();
+  } catch (err) {
+    // A 401 signed us out already (with its message); a 403 is a user's token.
+    if (/** @type {any} */ (err).status !== 401) signOut(signInMessage(/** @type {any} */ (err), HINT));
+    return;
+  }
+  byId('sign-in').hidden = true;
+  byId('app').hidden = false;
+  byId('sign-out').hidden = false;
+  const open = new URLSearchParams(location.hash.slice(1)).get('voucher');
+  if (open) openVoucher(open);
+}
+
+async function loadVouchers() {
+  const { vouchers } = await api.get('/api/vouchers?limit=50');
+  byId('vouchers-message').textContent = vouchers.length ? '' : 'No vouchers yet: create one below.';
+  replace(
+    byId('voucher-rows'),
+    ...vouchers.map((/** @type {any} */ v) =>
+      h('tr', { 'data-id': v.id },
+        h('td', null, h('a', { href: `#voucher=${v.id}`, onclick: (/** @type {Event} */ e) => (e.preventDefault(), openVoucher(v.id)) }, v.id)),
+        h('td', null, v.title), h('td', null, v.kind), h('td', null, v.stock), h('td', null, v.available), h('td', null, phaseOf(v).phase)),
+    ),
+  );
+}
+
+/** datetime-local value of a time. @param {Date} d */
+const localInput = (d) => new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+
+function resetCreateTimes() {
+  const form = /** @type {HTMLFormElement} */ (byId('create-form'));
+  /** @type {HTMLInputElement} */ (form.elements.namedItem('beginAt')).value = localInput(new Date());
+  /** @type {HTMLInputElement} */ (form.elements.namedItem('endAt')).value = localInput(new Date(Date.now() + 3600_000));
+}
+
+async function createVoucher(/** @type {SubmitEvent} */ event) {
+  event.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (event.target);
+  const data = new FormData(form);
+  const number = (/** @type {string} */ name) => (data.get(name) === '' ? undefined : Number(data.get(name)));
+  const time = (/** @type {string} */ name) => {
+    const t = new Date(String(data.get(name)));
+    return Number.isNaN(t.getTime()) ? String(data.get(name)) : t.toISOString();
+  };
+  const body = {
+    title: data.get('title'),
+    kind: data.get('kind'),
+    stock: number('stock'),
+    perUserLimit: number('perUserLimit'),
+    paymentTimeoutSeconds: number('paymentTimeoutSeconds'),
+    beginAt: time('beginAt'),
+    endAt: time('endAt'),
+    ...(data.get('waitlist') ? { waitlist: true } : {}),
+  };
+  const message = byId('create-message');
+  message.textContent = '';
+  try {
+    const voucher = await api.post('/api/vouchers', body);
+    message.textContent = '';
+    await loadVouchers();
+    openVoucher(voucher.id);
+  } catch (err) {
+    // The API's own validation message (e.g. "body: /stock must be >= 1"), next to the form.
+    message.textContent = `Not created: ${/** @type {any} */ (err).message}`;
+  }
+}
+
+async function openVoucher(/** @type {string} */ id) {
+  stopLive?.();
+  history.replaceState(null, '', `#voucher=${id}`);
+  const panel = byId('voucher');
+  panel.hidden = false;
+  let voucher;
+  try {
+    voucher = await api.get(`/api/vouchers/${id}`);
+  } catch (err) {
+    byId('voucher-title').textContent = `Voucher ${id}`;
+    byId('live-status').textContent = `Cannot open it: ${/** @type {any} */ (err).message}`;
+    return;
+  }
+  byId('voucher-title').textContent = `${voucher.title} (${voucher.id})`;
+  replace(
+    byId('voucher-meta'),
+    `${voucher.kind}, ${voucher.stock} units, ${new Date(voucher.beginAt).toLocaleString()} – ${new Date(voucher.endAt).toLocaleString()} · `,
+    h('a', { href: `/store/${voucher.id}`, target: '_blank' }, 'buyer page'),
+  );
+  byId('audit-verdict').textContent = '';
+  byId('action-result').textContent = '';
+  /** @type {Record<string, number[]>} */
+  const history_ = { redisStock: [], claims: [], admissions: [] };
+  byId('live-status').textContent = 'connecting…';
+  stopLive = openEvents(`/api/vouchers/${id}/live`, session.get() ?? '', {
+    onEvent(type, data) {
+      if (type === 'snapshot') {
+        byId('live-status').textContent = `live · ${new Date(data.at).toLocaleTimeString()}`;
+        push(history_.redisStock, data.stats.redisStock ?? data.stats.dbStock);
+        push(history_.claims, Object.values(/** @type {Record<string, number>} */ (data.claimsPerSecond)).reduce((a, b) => a + b, 0));
+        push(history_.admissions, data.admissionsPerSecond);
+        renderLive(data, history_);
+        if (data.audit) renderVerdict(data.audit);
+      } else if (type === 'error') {
+        byId('live-status').textContent = `the last snapshot failed: ${data.message}`;
+      }
+    },
+    onError(err, final) {
+      if (final && err.status === 401) return signOut(signInMessage(err, HINT));
+      byId('live-status').textContent = final ? `live view stopped: ${err.message}` : `reconnecting… (${err.message})`;
+    },
+  });
+}
+
+/** @param {number[]} list @param {number} value */
+function push(list, value) {
+  list.push(value);
+  if (list.length > HISTORY) list.shift();
+}
+
+/** @param {any} s @param {Record<string, number[]>} hist */
+function renderLive(s, hist) {
+  const { stats } = s;
+  const row = (/** @type {string} */ name, /** @type {any} */ value, /** @type {string} */ key, /** @type {Node | null} */ extra = null) =>
+    h('tr', { 'data-stat': key }, h('th', null, name), h('td', null, value ?? '—'), h('td', null, extra));
+  const outcomes = Object.entries(/** @type {Record<string, number>} */ (s.claimsPerSecond)).filter(([, n]) => n > 0);
+  replace(
+    byId('live'),
+    h('table', { class: 'stats' },
+      h('tbody', null,
+        row('Redis stock', stats.redisStock, 'redisStock', sparkline(hist.redisStock ?? [], { label: 'Redis stock over the last minute' })),
+        row('DB stock', stats.dbStock, 'dbStock'),
+        row('Initial stock', stats.initialStock, 'initialStock'),
+        row('In flight', stats.inFlight, 'inFlight'),
+        row('Orders', Object.entries(stats.orders).map(([k, n]) => `${k} ${n}`).join(' · '), 'orders'),
+        row('Waitlist', stats.waitlist, 'waitlist'),
+        row('Dead letters', stats.deadLetters, 'deadLetters'),
+        row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond', sparkline(hist.admissions ?? [], { label: 'admissions per second' })),
+        row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond', sparkline(hist.claims ?? [], { label: 'claims per second' })),
+      ),
+    ),
+  );
+}
+
+/** @param {{ok: boolean, failed: {name: string, problem: string}[], at: string}} verdict */
+function renderVerdict(verdict) {
+  const el = byId('audit-verdict');
+  el.className = verdict.ok ? 'ok' : 'error';
+  el.textContent = verdict.ok
+    ? `Audit OK (${new Date(verdict.at).toLocaleTimeString()})`
+    : `Audit FAILED (${new Date(verdict.at).toLocaleTimeString()}): ${verdict.failed.map((f) => `${f.name}: ${f.problem}`).join('; ')}`;
+}
+
+async function runAction(/** @type {'audit' | 'reconcile'} */ action) {
+  const id = new URLSearchParams(location.hash.slice(1)).get('voucher');
+  if (!id) return;
+  const out = byId('action-result');
+  out.textContent = `${action} running…`;
+  try {
+    const result = await api.post(`/api/vouchers/${id}/${action}`);
+    if (action === 'audit') {
+      renderVerdict({ ok: result.ok, at: new Date().toISOString(), failed: result.checks.filter((/** @type {any} */ c) => !c.ok).map((/** @type {any} */ c) => ({ name: c.name, problem: c.problems[0] ?? '' })) });
+      out.textContent = '';
+    } else {
+      out.textContent = `Reconcile: ${result.verified ? 'verified' : 'not verified (Redis kept changing)'}, ${result.drift.length} drift, ${result.repaired} repaired` +
+        result.drift.map((/** @type {any} */ d) => `\n- ${d.kind}: ${d.detail}${d.repaired ? ' (repaired)' : ''}`).join('');
+    }
+  } catch (err) {
+    out.textContent = `${action} failed: ${/** @type {any} */ (err).message}`;
+  }
+}
+
+byId('sign-in-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const token = /** @type {HTMLTextAreaElement} */ (byId('token')).value.trim().replace(/^Bearer\s+/i, '');
+  if (!token) return void (byId('sign-in-message').textContent = 'Paste a token first.');
+  void signIn(token);
+});
+byId('sign-out').addEventListener('click', () => signOut());
+byId('create-form').addEventListener('submit', (e) => void createVoucher(/** @type {SubmitEvent} */ (e)));
+byId('run-audit').addEventListener('click', () => void runAction('audit'));
+byId('run-reconcile').addEventListener('click', () => void runAction('reconcile'));
+resetCreateTimes();
+const saved = session.get();
+if (saved) void signIn(saved);
+else signOut();

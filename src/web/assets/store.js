@@ -1,0 +1,162 @@
+// An example buyer's page: the sale's phase and countdown, live units left, a buy button and the
+// order's way from `processing` to `pending_payment` to `paid`; the waitlist position when sold
+// out. One Idempotency-Key per purchase: every click until that order is settled sends the same
+// key, so a double click (or a retry after a timeout) is one order.
+import { createApi } from './lib/api.js';
+import { byId } from './lib/dom.js';
+import { signInMessage, tokenStore } from './lib/session.js';
+import { countdown, phaseOf } from './lib/time.js';
+
+const HINT = 'Paste a valid user token (`seckill token --user <id>`).';
+const FINAL = new Set(['paid', 'cancelled', 'expired', 'failed']);
+const voucherId = location.pathname.split('/').pop() ?? '';
+const session = tokenStore('seckill.store.token');
+const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
+
+/** @type {any} */
+let voucher = null;
+/** The key of the purchase in progress; a new one once its order is settled or refused. */
+let purchaseKey = /** @type {string | null} */ (null);
+/** @type {any} */
+let order = null;
+let orderTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+let waitTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function signOut(/** @type {string} */ message = '') {
+  session.clear();
+  byId('buyer').hidden = true;
+  byId('sign-out').hidden = true;
+  byId('sign-in').hidden = false;
+  byId('sign-in-message').textContent = message;
+}
+
+function signedIn() {
+  byId('sign-in').hidden = true;
+  byId('buyer').hidden = false;
+  byId('sign-out').hidden = false;
+  byId('sign-in-message').textContent = '';
+}
+
+async function refreshVoucher() {
+  try {
+    voucher = await api.get(`/api/vouchers/${voucherId}`);
+    byId('title').textContent = voucher.title;
+    document.title = voucher.title;
+    byId('units').textContent = String(voucher.available);
+    byId('sale-message').textContent = '';
+  } catch (err) {
+    byId('sale-message').textContent = /** @type {any} */ (err).code === 'VOUCHER_NOT_FOUND' ? 'There is no such sale.' : `Cannot load the sale: ${/** @type {any} */ (err).message}`;
+  }
+}
+
+function renderPhase() {
+  if (!voucher) return;
+  const { phase, msLeft } = phaseOf(voucher);
+  byId('phase').textContent = phase === 'upcoming' ? 'starts soon' : phase === 'open' ? 'on sale' : 'ended';
+  byId('countdown').textContent = phase === 'upcoming' ? `starts in ${countdown(msLeft)}` : phase === 'open' ? `ends in ${countdown(msLeft)}` : '';
+}
+
+function showOrder(/** @type {any} */ o) {
+  order = o;
+  byId('order-id').textContent = o.id ?? o.orderId;
+  byId('order-status').textContent = o.status;
+  byId('pay').hidden = o.status !== 'pending_payment';
+  if (FINAL.has(o.status)) purchaseKey = null;
+}
+
+async function followOrder(/** @type {string} */ id) {
+  clearTimeout(orderTimer);
+  try {
+    showOrder(await api.get(`/api/orders/${id}`));
+  } catch (err) {
+    byId('buy-message').textContent = `Cannot read the order: ${/** @type {any} */ (err).message}`;
+  }
+  // Quickly while the pipeline stores it, slowly while it waits for payment (it may expire).
+  if (order && !FINAL.has(order.status)) orderTimer = setTimeout(() => followOrder(id), order.status === 'processing' ? 300 : 3000);
+}
+
+async function buy() {
+  purchaseKey ??= newKey();
+  const key = purchaseKey;
+  const message = byId('buy-message');
+  message.textContent = 'Sending…';
+  try {
+    const claimed = await api.post(`/api/vouchers/${voucherId}/orders`, { quantity: 1 }, { 'idempotency-key': key });
+    message.textContent = 'Got it!';
+    byId('waitlist').hidden = true;
+    if (!order || (order.id ?? order.orderId) !== claimed.orderId) showOrder({ id: claimed.orderId, status: claimed.status });
+    void followOrder(claimed.orderId);
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    if (e.code !== 'NETWORK') purchaseKey = null; // refused: the next click is a new purchase
+    if (e.code === 'SOLD_OUT' && e.body.waitlisted) {
+      message.textContent = 'Sold out: you are on the waitlist.';
+      void followWaitlist();
+    } else if (e.code === 'SOLD_OUT') message.textContent = 'Sold out.';
+    else if (e.code === 'NOT_STARTED') message.textContent = 'The sale has not started yet.';
+    else if (e.code === 'ENDED') message.textContent = 'The sale has ended.';
+    else if (e.code === 'LIMIT_EXCEEDED') message.textContent = 'You already have the most units allowed.';
+    else message.textContent = `Not bought: ${e.message}`;
+  }
+}
+
+async function followWaitlist() {
+  clearTimeout(waitTimer);
+  try {
+    const { position } = await api.get(`/api/vouchers/${voucherId}/waitlist/me`);
+    byId('waitlist').hidden = false;
+    byId('waitlist-position').textContent = String(position);
+    waitTimer = setTimeout(followWaitlist, 2000);
+  } catch (err) {
+    if (/** @type {any} */ (err).status !== 404) return;
+    // Off the waitlist: promoted to an order, or the sale ended.
+    byId('waitlist').hidden = true;
+    const { orders } = await api.get(`/api/orders?voucherId=${voucherId}&limit=1`);
+    if (orders[0]) void followOrder(orders[0].id);
+  }
+}
+
+async function pay() {
+  if (!order) return;
+  try {
+    showOrder(await api.post(`/api/orders/${order.id ?? order.orderId}/pay`));
+    byId('buy-message').textContent = order.status === 'paid' ? 'Paid. Thank you!' : '';
+  } catch (err) {
+    byId('buy-message').textContent = `Payment failed: ${/** @type {any} */ (err).message}`;
+  }
+}
+
+async function signIn(/** @type {string} */ token) {
+  session.set(token);
+  try {
+    // Any user route checks the token; the list also finds an order of this sale from before a reload.
+    const { orders } = await api.get(`/api/orders?voucherId=${voucherId}&limit=1`);
+    signedIn();
+    if (orders[0] && !FINAL.has(orders[0].status)) void followOrder(orders[0].id);
+  } catch (err) {
+    if (/** @type {any} */ (err).status !== 401) signOut(signInMessage(/** @type {any} */ (err), HINT));
+  }
+}
+
+byId('sign-in-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const token = /** @type {HTMLTextAreaElement} */ (byId('token')).value.trim().replace(/^Bearer\s+/i, '');
+  if (!token) return void (byId('sign-in-message').textContent = 'Paste a token first.');
+  void signIn(token);
+});
+byId('sign-out').addEventListener('click', () => signOut());
+byId('buy').addEventListener('click', () => void buy());
+byId('pay').addEventListener('click', () => void pay());
+
+await refreshVoucher();
+renderPhase();
+setInterval(renderPhase, 250);
+setInterval(refreshVoucher, 1000);
+const saved = session.get();
+if (saved) void signIn(saved);
+else signOut();

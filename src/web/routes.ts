@@ -1,0 +1,53 @@
+// The browser pages, served by the API itself (same origin: no CORS needed, works offline):
+// GET /console (operator console, admin token) and GET /store/:voucherId (an example buyer's page,
+// user token), and their plain ES modules and stylesheet under /assets/. The files are read
+// once, at start, from the committed sources (assets/ beside this module; `npm run build` copies
+// them into dist), and only those files are ever served.
+import { readdirSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Type } from 'typebox';
+import type { App } from '../http.js';
+import { IdString } from '../http.js';
+
+const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
+// The pages load nothing from elsewhere and call only this origin.
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** Every file of the asset folder (and its subfolders) by its path relative to it. */
+function readAssets(dir: string, prefix = ''): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const name = prefix + entry.name;
+    if (entry.isDirectory()) for (const [k, v] of readAssets(join(dir, entry.name), `${name}/`)) files.set(k, v);
+    else if (TYPES[extname(entry.name)]) files.set(name, readFileSync(join(dir, entry.name)));
+  }
+  return files;
+}
+
+export function registerWebRoutes(app: App, assetsDir = ASSETS_DIR): void {
+  const assets = readAssets(assetsDir);
+  const page = (name: string) => {
+    const body = assets.get(name);
+    if (!body) throw new Error(`web asset ${name} is missing from ${assetsDir}`);
+    return body;
+  };
+  const consoleHtml = page('console.html');
+  const storeHtml = page('store.html');
+  const html = (body: Buffer) => (_request: unknown, reply: import('fastify').FastifyReply) =>
+    reply.type(TYPES['.html']!).header('content-security-policy', CSP).header('cache-control', 'no-cache').send(body);
+
+  app.get('/console', { schema: { hide: true } }, html(consoleHtml));
+  app.get('/store/:voucherId', { schema: { hide: true, params: Type.Object({ voucherId: IdString }) } }, html(storeHtml));
+  app.get('/assets/*', { schema: { hide: true } }, async (request, reply) => {
+    const name = (request.params as { '*': string })['*'];
+    const body = assets.get(name);
+    if (!body || name.endsWith('.html')) return reply.code(404).send({ code: 'NOT_FOUND', message: `no asset ${name}` });
+    return reply.type(TYPES[extname(name)]!).header('cache-control', 'no-cache').send(body);
+  });
+}
