@@ -64,17 +64,21 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   step('drained');
   // Whatever the new master missed (a settlement, an admission under memory) is drift that
   // reconciliation repairs toward the database.
+  // Reconciled now and then by the schedule; here also on demand (as an operator would), so the
+  // wait does not depend on when the schedule's next run comes after the failover.
   let problems = '';
+  let report = '';
   await explained(
     waitFor(
-      () => `both stores to agree (${problems})`,
+      () => `both stores to agree (${problems}; last reconciliation: ${report})`,
       async () => {
+        report = JSON.stringify(await t.c.reconciler.reconcileVoucher(BigInt(v.id)).catch((err: Error) => err.message));
         const audit = await t.c.audit(BigInt(v.id), { drained: true });
         problems = JSON.stringify(audit?.checks.filter((c) => !c.ok).map((c) => [c.id, c.problems.slice(0, 3)]));
         return audit?.ok;
       },
       25_000,
-      200,
+      500,
     ),
   );
   step('both stores agree');
