@@ -2,17 +2,11 @@
 // a JSON body with every id as a string, and the event id as the AMQP message id (the consumers'
 // dedupe key, delivery being at least once).
 import type { OrderEventType } from '../infra/db/types.js';
+import type { OrderEvent } from '../orders/events.js';
 
-export interface OrderEventBody {
+/** The server-sent event's fields and the event id; `at` is when the row was written (database time). */
+export interface OrderEventBody extends OrderEvent {
   eventId: string;
-  type: OrderEventType;
-  orderId: string;
-  voucherId: string;
-  userId: string;
-  quantity: number;
-  status: string;
-  /** ISO-8601: when the change committed (database time). */
-  at: string;
 }
 
 /** One row of `order_events` as the relay reads it. */

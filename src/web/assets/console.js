@@ -2,7 +2,7 @@
 // voucher live over ONE server-sent-events stream (GET /api/vouchers/:id/live).
 import { createApi } from './lib/api.js';
 import { byId, h, replace } from './lib/dom.js';
-import { signInMessage, tokenStore } from './lib/session.js';
+import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
 import { sparkline } from './lib/sparkline.js';
 import { openEvents } from './lib/sse.js';
 import { phaseOf } from './lib/time.js';
@@ -196,13 +196,7 @@ async function runAction(/** @type {'audit' | 'reconcile'} */ action) {
   }
 }
 
-byId('sign-in-form').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const token = /** @type {HTMLTextAreaElement} */ (byId('token')).value.trim().replace(/^Bearer\s+/i, '');
-  if (!token) return void (byId('sign-in-message').textContent = 'Paste a token first.');
-  void signIn(token);
-});
-byId('sign-out').addEventListener('click', () => signOut());
+wireSignIn(signIn, () => signOut());
 byId('create-form').addEventListener('submit', (e) => void createVoucher(/** @type {SubmitEvent} */ (e)));
 byId('run-audit').addEventListener('click', () => void runAction('audit'));
 byId('run-reconcile').addEventListener('click', () => void runAction('reconcile'));

@@ -4,7 +4,7 @@
 // key, so a double click (or a retry after a timeout) is one order.
 import { createApi } from './lib/api.js';
 import { byId } from './lib/dom.js';
-import { signInMessage, tokenStore } from './lib/session.js';
+import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
 import { countdown, phaseOf } from './lib/time.js';
 
 const HINT = 'Paste a valid user token (`seckill token --user <id>`).';
@@ -143,13 +143,7 @@ async function signIn(/** @type {string} */ token) {
   }
 }
 
-byId('sign-in-form').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const token = /** @type {HTMLTextAreaElement} */ (byId('token')).value.trim().replace(/^Bearer\s+/i, '');
-  if (!token) return void (byId('sign-in-message').textContent = 'Paste a token first.');
-  void signIn(token);
-});
-byId('sign-out').addEventListener('click', () => signOut());
+wireSignIn(signIn, () => signOut());
 byId('buy').addEventListener('click', () => void buy());
 byId('pay').addEventListener('click', () => void pay());
 
