@@ -58,7 +58,9 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
   if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await topology.describe()}`);
   assertContractAnswers(sale);
-  await explained(waitFor('the service to write to the promoted replica', async () => (await t.c.redis.role())[0] === 'master', 10_000));
+  // While the client reconnects, ROLE fails at once (no offline queue): ask again.
+  const role = () => t.c.redis.role().then(([r]) => r, () => 'reconnecting');
+  await explained(waitFor('the service to write to the promoted replica', async () => (await role()) === 'master', 10_000));
   step('writing to the promoted replica');
   await explained(waitForDrain(t.c, v.id, 20_000));
   step('drained');
