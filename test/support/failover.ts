@@ -75,7 +75,8 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
       () => `both stores to agree (${problems}; last reconciliation: ${report})`,
       async () => {
         report = JSON.stringify(await t.c.reconciler.reconcileVoucher(BigInt(v.id)).catch((err: Error) => err.message));
-        const audit = await t.c.audit(BigInt(v.id), { drained: true });
+        const audit = await t.c.audit(BigInt(v.id), { drained: true }).catch((err: Error) => err);
+        if (audit instanceof Error) return void (problems = audit.message);
         problems = JSON.stringify(audit?.checks.filter((c) => !c.ok).map((c) => [c.id, c.problems.slice(0, 3)]));
         return audit?.ok;
       },
