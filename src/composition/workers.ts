@@ -110,10 +110,12 @@ export function createWorkers(core: Core): Workers {
     startReconcile,
     startEventRelay,
     async startWorkers() {
+      // The event relay first, so it closes last (the closer is LIFO): the events of the batches
+      // the pipeline, the timer and the release relay finish while closing still leave.
+      await startEventRelay();
       await startPipeline();
       startExpiry();
       await startReconcile();
-      await startEventRelay();
     },
   };
 }
