@@ -16,4 +16,6 @@ for svc in redis mariadb; do
 done
 if [[ ${#started[@]} -gt 0 ]]; then trap 'bash scripts/services.sh down ${started[*]}' EXIT; fi
 
+# DEMO_KEEP=1: the same as --keep (the service stays up after the verdict until Ctrl-C).
+if [[ ${DEMO_KEEP:-} == 1 ]]; then set -- --keep "$@"; fi
 node bin/seckill.js demo "$@"

@@ -79,6 +79,8 @@ program
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
+  .option('--keep', 'keep the service up after the verdict (Ctrl-C stops it), to look around in the console')
+  .option('--port <port>', 'listen on this port (default: any free one)')
   .action((opts) => demo(config(), opts));
 
 program

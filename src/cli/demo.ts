@@ -2,12 +2,14 @@
 // in this process (own database and key prefix), then runs the bench engine against it: many
 // distinct buyers, each with their own token, race over HTTP for a few units (some retry with the
 // same Idempotency-Key, some try again with a new one); half of the winners pay, the others let
-// their orders expire; both stores are audited after the sale and again after the expiry.
+// their orders expire; both stores are audited after the sale and again after the expiry. The
+// console and store URLs are printed before the sale, and --keep leaves the service up afterwards.
 import { buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { runBench } from '../loadgen/bench.js';
 import { mintCredentials } from '../loadgen/credentials.js';
+import { Deployment } from '../loadgen/deployment.js';
 import { int } from '../loadgen/format.js';
 import { runText } from '../loadgen/text-report.js';
 import { count } from './bench.js';
@@ -17,6 +19,10 @@ export interface DemoOptions {
   big?: boolean;
   stock?: string;
   buyers?: string;
+  /** Keep the API and workers up after the verdict, until SIGINT / SIGTERM (scripts/demo.sh: DEMO_KEEP=1). */
+  keep?: boolean;
+  /** Listen on this port (default: any free one). */
+  port?: string;
 }
 
 const CONNECTIONS = 256;
@@ -29,6 +35,27 @@ function demoConfig(config: Config): Config {
   return { ...config, databaseUrl: url.toString(), redisPrefix: `${config.redisPrefix}-demo`, port: 0, logLevel: 'warn' };
 }
 
+/** Where a person can watch the sale: the operator console and the voucher's store page. */
+export function demoLinks(url: string, voucherId: string): string {
+  return (
+    `Watch it: console ${url}/console (sign in with an admin token: seckill token --user 1 --admin)` +
+    `\n          store   ${url}/store/${voucherId} (a buyer token: seckill token --user 42)`
+  );
+}
+
+/** Resolves at the first SIGINT or SIGTERM (the handlers replace the default exit meanwhile). */
+function untilStopped(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
 export async function demo(baseConfig: Config, options: DemoOptions): Promise<void> {
   const stock = options.stock === undefined ? (options.big ? 10_000 : 100) : count('stock', options.stock, 1);
   const buyers = options.buyers === undefined ? (options.big ? 100_000 : 1_000) : count('buyers', options.buyers, 1);
@@ -39,15 +66,21 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
   const app = await buildApp(container.appDeps);
   try {
     await container.startWorkers();
-    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = options.port === undefined ? 0 : count('port', options.port, 0);
+    const url = await app.listen({ port, host: '127.0.0.1' });
+    const credentials = await mintCredentials({ secret: config.jwtSecret, buyers, firstUserId: FIRST_BUYER, ttlSeconds: 3600 });
+    // Created here rather than by the bench, so that its store page can be named before the sale.
+    const setup = new Deployment(url, credentials.admin);
+    const voucher = await setup.createVoucher({ kind: 'seckill', stock, paymentTimeoutSeconds }).finally(() => setup.close());
     console.log(
       `\nFlash sale: ${int(stock)} units for ${int(buyers)} buyers (${CONNECTIONS} at a time), API and workers at ${url}` +
         `\n(database ${new URL(config.databaseUrl).pathname.slice(1)}, Redis prefix ${config.redisPrefix}). Half of the winners pay;` +
-        ` the others let their order expire after ${paymentTimeoutSeconds} s.\n`,
+        ` the others let their order expire after ${paymentTimeoutSeconds} s.\n${demoLinks(url, voucher.id)}\n`,
     );
     const run = await runBench({
       url,
-      credentials: await mintCredentials({ secret: config.jwtSecret, buyers, firstUserId: FIRST_BUYER, ttlSeconds: 3600 }),
+      credentials,
+      voucherId: voucher.id,
       kind: 'seckill',
       stock,
       paymentTimeoutSeconds,
@@ -63,6 +96,10 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
     console.log(`\n${runText(run)}\n`);
     console.log(run.verdict.ok ? 'PASS: no oversell, nothing lost, no duplicates, in Redis and in MariaDB.\n' : 'FAIL: see the checks above.\n');
     process.exitCode = run.verdict.ok ? 0 : 1;
+    if (options.keep) {
+      console.log(`The service stays up at ${url} (Ctrl-C to stop).\n${demoLinks(url, voucher.id)}\n`);
+      await untilStopped();
+    }
   } finally {
     await app.close();
     await container.close();

@@ -62,6 +62,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       directory,
       claimTokens,
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
+      observe: metrics.observeClaim,
       claimers: claimersByKind({
         redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, onOutcome: metrics.countClaim }),
         inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTtlMs: config.claimLockTtlMs })),

@@ -105,7 +105,10 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
     const outbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
     const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events, outbox });
-    const releases = createReleases({ db, relay, events, log, outbox });
+    const releases = createReleases({
+      db, relay, events, log, outbox,
+      expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
+    });
     const reconciler = createReconciler({
       db, redis, keys, scripts, directory, redisState, moves, relay, releases, log,
       staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,

@@ -59,6 +59,7 @@ export function createWorkers(core: Core): Workers {
     });
     // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
     redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
+    metrics.watchPipelineLag(() => pipeline.lagSeconds());
     return pipeline;
   });
 

@@ -34,12 +34,14 @@ export interface ReleasesDeps {
   log: Logger;
   /** The order-event outbox: the expired / cancelled events commit with the release. */
   outbox?: EventOutbox;
+  /** Told how late each expired order was (now − expires_at, database time, seconds), after the commit. */
+  expiredLate?(seconds: number[]): void;
 }
 
-export function createReleases({ db, relay, events, log, outbox }: ReleasesDeps): Releases {
+export function createReleases({ db, relay, events, log, outbox, expiredLate }: ReleasesDeps): Releases {
   // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
   // hold up the pipeline inserting new pending orders.
-  async function release(status: ReleaseStatus, lock: (trx: Parameters<typeof releaseLocked>[0]) => Promise<LockedOrder[]>) {
+  async function release<O extends LockedOrder>(status: ReleaseStatus, lock: (trx: Parameters<typeof releaseLocked>[0]) => Promise<O[]>): Promise<O[]> {
     const orders = await db
       .transaction()
       .setIsolationLevel('read committed')
@@ -49,25 +51,30 @@ export function createReleases({ db, relay, events, log, outbox }: ReleasesDeps)
         await outbox?.write(trx, locked.map(eventOf(status)));
         return locked;
       });
-    if (orders.length === 0) return 0;
+    if (orders.length === 0) return orders;
     outbox?.committed();
     await events.publish(orders.map(eventOf(status)));
     await relay.drain().catch((err: unknown) => log.warn({ err }, 'release relay failed; the outbox keeps the units'));
-    return orders.length;
+    return orders;
   }
 
   return {
-    expireDue: ({ limit, orderId, voucherId }) =>
-      release('expired', (trx) => {
+    expireDue: async ({ limit, orderId, voucherId }) => {
+      const expired = await release('expired', (trx) => {
         let due = trx
           .selectFrom('orders')
           .select(COLUMNS)
+          // The lateness, read in the same row scan and clock as the deadline check.
+          .select(sql<number>`timestampdiff(microsecond, expires_at, now(3))`.as('late_us'))
           .where('status', '=', 'pending_payment')
           .where('expires_at', '<=', sql<Date>`now(3)`);
         if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
         if (voucherId !== undefined) due = due.where('voucher_id', '=', voucherId.toString());
         return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
-      }),
+      });
+      if (expired.length) expiredLate?.(expired.map((o) => Math.max(0, Number(o.late_us)) / 1e6));
+      return expired.length;
+    },
 
     cancel: async (orderId, userId) =>
       (await release('cancelled', (trx) =>
@@ -79,6 +86,6 @@ export function createReleases({ db, relay, events, log, outbox }: ReleasesDeps)
           .where('status', '=', 'pending_payment')
           .forUpdate()
           .execute(),
-      )) === 1,
+      )).length === 1,
   };
 }

@@ -81,6 +81,10 @@ class Lane {
   private lastMaintenance = 0;
   private running: Promise<void> | null = null;
   private closing = false;
+  /** Redis time (ms, from the stream id) of the oldest entry of the batch in hand; null between batches. */
+  private oldestInHand: number | null = null;
+  /** That entry's age when it was read; 0 after a read that found nothing. */
+  private lagAtReadMs = 0;
 
   constructor(
     private readonly deps: PipelineDeps,
@@ -97,6 +101,11 @@ class Lane {
       conn.on('ready', () => void conn.client('ID').then((id) => (this.clientId = Number(id)), () => (this.clientId = null)));
     }
     this.running = this.loop();
+  }
+
+  /** Age of the oldest entry of the batch in hand (growing while it is stuck), else as of the last read. */
+  lagMs(now: number): number {
+    return Math.max(0, this.oldestInHand === null ? this.lagAtReadMs : now - this.oldestInHand);
   }
 
   /** Stops after the batch in hand is stored and acknowledged. */
@@ -129,7 +138,12 @@ class Lane {
             const shard = this.shards[streams.indexOf(stream)]!;
             return raw.map((r) => parseEntry(shard, r, 1));
           });
-          await this.handle(entries);
+          // Stream ids start with Redis' clock at the XADD: the lag costs no extra read.
+          this.oldestInHand = Math.min(...reply.flatMap(([, raw]) => (raw[0] ? [Number(raw[0][0].split('-')[0])] : [])));
+          this.lagAtReadMs = Date.now() - this.oldestInHand;
+          await this.handle(entries).finally(() => (this.oldestInHand = null));
+        } else {
+          this.lagAtReadMs = 0;
         }
         if (Date.now() - this.lastMaintenance >= Math.min(options.claimIdleMs / 2, 5_000)) {
           this.lastMaintenance = Date.now();
@@ -316,6 +330,12 @@ export class OrderPipeline {
   }
 
   private closed: Promise<void> | null = null;
+
+  /** The pipeline lag (seckill_pipeline_lag_seconds): the worst lane's, in seconds. */
+  lagSeconds(): number {
+    const now = Date.now();
+    return Math.max(0, ...this.lanes.map((l) => l.lagMs(now))) / 1000;
+  }
 
   /** Idempotent: finishes the batches in hand, acknowledges what was stored, stops reading. */
   close(): Promise<void> {

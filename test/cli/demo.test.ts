@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { demoLinks } from '../../src/cli/demo.js';
+import { deleteKeys, REDIS_URL, uniqueName, MYSQL_SERVER } from '../support/helpers.js';
+import { startSeckill } from '../support/processes.js';
+
+/** The demo adds `_demo` / `-demo` to the database and prefix it is given: those are removed after the file. */
+function demoData(label: string): Record<string, string> {
+  const name = uniqueName(label);
+  after(async () => {
+    await dropDatabase(`${MYSQL_SERVER}/${name}_demo`);
+    const redis = new Redis(REDIS_URL);
+    await deleteKeys(redis, `${name}-demo:*`);
+    redis.disconnect();
+  });
+  return { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 'demo-secret' };
+}
+
+describe('seckill demo', () => {
+  it('names the console and the store page of its voucher', () => {
+    const links = demoLinks('http://127.0.0.1:3000', '42');
+    assert.match(links, /http:\/\/127\.0\.0\.1:3000\/console/);
+    assert.match(links, /http:\/\/127\.0\.0\.1:3000\/store\/42/);
+  });
+
+  it('prints the console and store URLs while the sale runs, passes, and with --keep stays up until SIGINT', async () => {
+    const demo = startSeckill(['demo', '--stock', '5', '--buyers', '40', '--keep'], { env: demoData('demo') });
+    after(() => demo.stop()); // when the test fails before its own SIGINT
+    const [, url, voucherId] = await demo.line(/store\s+(http:\/\/127\.0\.0\.1:\d+)\/store\/(\d+)/);
+    assert.ok(demo.lines.some((l) => l.includes(`${url}/console`)));
+    // The sale is under way (or over): its store page and the console answer.
+    assert.equal((await fetch(`${url}/store/${voucherId}`)).status, 200);
+    await demo.line(/^PASS: no oversell/, 90_000);
+    await demo.line(/The service stays up at/);
+    const consolePage = await fetch(`${url}/console`);
+    assert.equal(consolePage.status, 200);
+    assert.match(await consolePage.text(), /<html/i);
+    const voucher = await fetch(`${url}/api/vouchers/${voucherId}`);
+    assert.equal((await voucher.json()).stock, 5);
+    assert.equal(await demo.stop('SIGINT'), 0, demo.lines.join('\n'));
+  });
+});
