@@ -1,10 +1,12 @@
 // An example buyer's page: the sale's phase and countdown, live units left, a buy button and the
-// order's way from `processing` to `pending_payment` to `paid`; the waitlist position when sold
-// out. One Idempotency-Key per purchase: every click until that order is settled sends the same
+// order's way from `processing` to `pending_payment` to `paid`, pushed over the buyer's event
+// stream (GET /api/orders/events; a slow poll behind it, since the stream is at most once); the
+// waitlist position when sold out. One Idempotency-Key per purchase: every click until that order is settled sends the same
 // key, so a double click (or a retry after a timeout) is one order.
 import { createApi } from './lib/api.js';
 import { byId } from './lib/dom.js';
 import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
+import { openEvents } from './lib/sse.js';
 import { countdown, phaseOf } from './lib/time.js';
 
 const HINT = 'Paste a valid user token (`seckill token --user <id>`).';
@@ -20,6 +22,8 @@ let purchaseKey = /** @type {string | null} */ (null);
 /** @type {any} */
 let order = null;
 let orderTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+/** Stops the buyer's event stream. */
+let stopEvents = () => {};
 let waitTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
 
 function newKey() {
@@ -28,6 +32,7 @@ function newKey() {
 }
 
 function signOut(/** @type {string} */ message = '') {
+  stopEvents();
   session.clear();
   byId('buyer').hidden = true;
   byId('sign-out').hidden = true;
@@ -76,8 +81,25 @@ async function followOrder(/** @type {string} */ id) {
   } catch (err) {
     byId('buy-message').textContent = `Cannot read the order: ${/** @type {any} */ (err).message}`;
   }
-  // Quickly while the pipeline stores it, slowly while it waits for payment (it may expire).
-  if (order && !FINAL.has(order.status)) orderTimer = setTimeout(() => followOrder(id), order.status === 'processing' ? 300 : 3000);
+  // The stream pushes each change; this slow look only covers an event the stream missed.
+  if (order && !FINAL.has(order.status)) orderTimer = setTimeout(() => followOrder(id), 3000);
+}
+
+/** The buyer's order events: this sale's order moves on; a promotion from the waitlist appears. */
+function listen(/** @type {string} */ token) {
+  stopEvents();
+  stopEvents = openEvents('/api/orders/events', token, {
+    onEvent(type, event) {
+      if (event.voucherId !== voucherId) return;
+      const current = order && (order.id ?? order.orderId);
+      if (type === 'promoted' || event.orderId === current) {
+        byId('waitlist').hidden = true;
+        showOrder({ id: event.orderId, status: event.status });
+        void followOrder(event.orderId); // the whole order (its payment deadline), and the safety poll
+      }
+    },
+    onError() {}, // reconnects by itself; the safety poll keeps the page right meanwhile
+  });
 }
 
 async function buy() {
@@ -137,6 +159,7 @@ async function signIn(/** @type {string} */ token) {
     // Any user route checks the token; the list also finds an order of this sale from before a reload.
     const { orders } = await api.get(`/api/orders?voucherId=${voucherId}&limit=1`);
     signedIn();
+    listen(token);
     if (orders[0] && !FINAL.has(orders[0].status)) void followOrder(orders[0].id);
   } catch (err) {
     if (/** @type {any} */ (err).status !== 401) signOut(signInMessage(/** @type {any} */ (err), HINT));
