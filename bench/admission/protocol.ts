@@ -18,13 +18,15 @@ export type Base = (typeof BASES)[number];
  *               so it takes the full path (token check, validation) to the in-memory answer
  *   cluster     the server in CLUSTER_PROCESSES processes sharing the port (node:cluster), as
  *               `seckill serve` runs with API_PROCESSES=2; the only knob `bare` takes too
+ *   console     an operator watches the sale: the console's live stream of the voucher
+ *               (GET /api/vouchers/:id/live, one snapshot a second) is open for the whole scenario
  * and what a 202 guarantees (ADMIT_DURABILITY), each on a Redis of the scenario's own
  * (scripts/redis-topology.sh), so that the three compare like with like:
  *   private     ADMIT_DURABILITY=memory on a redis-server without persistence (the reference)
  *   fsync       ADMIT_DURABILITY=fsync on a redis-server with appendonly yes, appendfsync always
  *   replica     ADMIT_DURABILITY=replica on a master with one replica (WAIT 1 after each admit call)
  */
-export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'private', 'fsync', 'replica'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'console', 'private', 'fsync', 'replica'] as const;
 export type Knob = (typeof KNOBS)[number];
 
 /** Processes of a `+cluster` server: one per core of this 2-core machine. */

@@ -239,6 +239,7 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
       throw err;
     },
   );
+  const watching = scenario.knobs.includes('console') ? watchLive(server.ready.port, server.ready.path, secret) : null;
   try {
     const { port, path, stock } = server.ready;
     tokens.rewind();
@@ -270,6 +271,7 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
       const taken = stock! - stockAfter!;
       check = { accepted, taken, ok: accepted === taken };
     }
+    if (watching && (await watching.snapshots()) < o.duration) throw new Error(`+console: ${await watching.snapshots()} live snapshots in ${o.duration} s`);
     return {
       scenario: scenario.label,
       round,
@@ -283,9 +285,35 @@ async function runScenario(scenario: Scenario, round: number, o: Options, tokens
       profile,
     };
   } finally {
+    watching?.stop();
     await server.stop();
     await own?.stop();
   }
+}
+
+/**
+ * The console's live stream of the scenario's voucher, read as a browser reads it, for `+console`:
+ * counts the snapshots that arrive (the run fails if fewer than one a second came).
+ */
+function watchLive(port: number, claimPath: string, secret: string) {
+  const voucherId = claimPath.split('/')[3];
+  const token = createSigner({ key: secret, algorithm: 'HS256' })({ sub: '1', role: 'admin', exp: Math.floor(Date.now() / 1000) + 3600 });
+  const abort = new AbortController();
+  let text = '';
+  const reading = (async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/vouchers/${voucherId}/live`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
+    if (!res.ok || !res.body) throw new Error(`live stream answered ${res.status}`);
+    for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) text += chunk;
+  })().catch((err: Error) => {
+    if (err.name !== 'AbortError') throw err;
+  });
+  return {
+    snapshots: async () => text.split('event: snapshot\n').length - 1,
+    stop: () => {
+      abort.abort();
+      void reading;
+    },
+  };
 }
 
 function machine() {
