@@ -1,4 +1,4 @@
-// docs/console.png: the operator console during a short demo sale, taken by a headless Chromium
+// docs/console.png: the operator console during a demo sale (10,000 units, 100,000 buyers), taken by a headless Chromium
 // (Debian's /usr/bin/chromium driven by playwright-core, a fresh profile removed afterwards).
 // Run: node --import tsx scripts/console-screenshot.ts   (Redis and MariaDB up: npm run services)
 import { spawn } from 'node:child_process';
@@ -16,7 +16,7 @@ const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'
 // A secret of this run only: the admin token below is worth nothing elsewhere.
 const secret = randomBytes(24).toString('base64url');
 
-const demo = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'demo', '--stock', '300', '--buyers', '5000', '--keep'], {
+const demo = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'demo', '--stock', '10000', '--buyers', '100000', '--keep'], {
   cwd: ROOT,
   env: { ...process.env, JWT_SECRET: secret },
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -49,8 +49,9 @@ try {
     await page.click('#sign-in-form button');
     await page.click(`#voucher-rows tr[data-id="${voucherId}"] a`);
     await page.waitForSelector('#voucher-title:not(:empty)');
-    // A few seconds of live snapshots, so that the sparklines show the sale.
-    await page.waitForTimeout(6_000);
+    // A few seconds into the sale (100,000 buyers take about ten seconds here), so that the
+    // sparklines and the figures show it under way.
+    await page.waitForTimeout(4_000);
     await page.screenshot({ path: join(ROOT, 'docs/console.png'), fullPage: true });
     console.log('wrote docs/console.png');
   } finally {
