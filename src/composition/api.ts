@@ -24,6 +24,7 @@ import { trafficGuards } from '../protection/traffic-guards.js';
 import { readinessCheck } from '../readiness.js';
 import { createVoucherUseCase } from '../vouchers/create-voucher.js';
 import { segmentPlacer } from '../vouchers/segments.js';
+import { lastReconciliation } from '../consistency/reconciler.js';
 import { waitlistPositionUseCase } from '../waitlist/position.js';
 import type { Core } from './core.js';
 
@@ -83,6 +84,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       voucherStats: voucherStatsUseCase({ db, redis, keys }),
       reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
       auditVoucher: (id, admitted) => core.audit(id, { admitted }),
+      lastReconciliation: (id) => lastReconciliation(redis, keys, id),
     },
   };
   return { tokens, claimTokens, appDeps };

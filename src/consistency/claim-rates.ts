@@ -1,6 +1,7 @@
-// Claims per second by outcome, from the Prometheus text of /metrics: that text is the sum over
-// every API process of a supervisor (cluster-metrics.ts), so the rates are the instance's or the
-// cluster's, whichever /metrics answers. Counters only grow; a drop (a process restarted) counts 0.
+// The console's figures from the Prometheus text of /metrics: claims per second by outcome, claim
+// latency and pipeline lag. That text is the sum over every API process of a supervisor
+// (cluster-metrics.ts), so the figures are the instance's or the cluster's, whichever /metrics
+// answers. Counters only grow; a drop (a process restarted) counts 0.
 
 const CLAIM_LINE = /^seckill_claims_total\{outcome="([a-z_]+)"\} ([0-9.e+]+)$/gm;
 
@@ -20,4 +21,37 @@ export function ratesBetween(before: Record<string, number>, after: Record<strin
     rates[outcome] = Math.round((Math.max(0, delta) / seconds) * 10) / 10;
   }
   return rates;
+}
+
+const LAG_LINE = /^seckill_pipeline_lag_seconds ([0-9.e+-]+)$/m;
+const BUCKET_LINE = /^seckill_claim_duration_seconds_bucket\{[^}]*le="([^"]+)"[^}]*\} ([0-9.e+]+)$/gm;
+
+/** The pipeline's lag (seconds), or null where this process has no pipeline. */
+export function pipelineLag(text: string): number | null {
+  const match = LAG_LINE.exec(text);
+  return match ? Number(match[1]) : null;
+}
+
+/** Claim latency histogram: cumulative count per upper bound (seconds), every outcome summed. */
+export function latencyBuckets(text: string): Map<number, number> {
+  const buckets = new Map<number, number>();
+  for (const [, le, value] of text.matchAll(BUCKET_LINE)) {
+    const bound = le === '+Inf' ? Infinity : Number(le);
+    buckets.set(bound, (buckets.get(bound) ?? 0) + Number(value));
+  }
+  return buckets;
+}
+
+/**
+ * The q-quantile (ms) of the claims between two readings: the upper bound of the first bucket that
+ * holds it (a histogram says no more); null without claims in between.
+ */
+export function latencyQuantileMs(before: Map<number, number>, after: Map<number, number>, q: number): number | null {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+  if (total <= 0) return null;
+  for (const bound of bounds) {
+    if ((after.get(bound) ?? 0) - (before.get(bound) ?? 0) >= q * total) return Number.isFinite(bound) ? bound * 1000 : null;
+  }
+  return null;
 }

@@ -4,7 +4,8 @@
 // counts) and, every few seconds, the audit's verdict. One Live per open stream: it keeps the
 // previous reading to turn counters into rates.
 import type { VoucherAudit } from './audit.js';
-import { claimCounters, ratesBetween } from './claim-rates.js';
+import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween } from './claim-rates.js';
+import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 
 /** The audit reads more than the stats: it runs on the first snapshot, then every this many. */
@@ -15,6 +16,8 @@ export interface LiveDeps {
   auditVoucher(voucherId: bigint): Promise<VoucherAudit | null>;
   /** Prometheus text of /metrics. */
   metricsText(): Promise<string>;
+  /** The voucher's last reconciliation (any instance's), or null. */
+  lastReconciliation(voucherId: bigint): Promise<(ReconcileReport & { at: string }) | null>;
   now?: () => number;
 }
 
@@ -32,6 +35,12 @@ export interface LiveSnapshot {
   claimsPerSecond: Record<string, number>;
   /** Units of this voucher admitted per second (stored orders plus in flight). */
   admissionsPerSecond: number;
+  /** Claim latency over the last second, all vouchers (ms, a histogram bucket's upper bound); null without claims. */
+  claimLatencyMs: { p50: number | null; p99: number | null };
+  /** Age of the oldest admitted order the pipeline is storing (seconds); null without a pipeline here. */
+  pipelineLagSeconds: number | null;
+  /** The last reconciliation of this voucher and its repairs. */
+  lastReconciliation: { at: string; verified: boolean; repaired: number; drift: string[] } | null;
   /** Present on the snapshots the audit ran for. */
   audit?: AuditVerdict;
 }
@@ -48,18 +57,20 @@ const admittedOf = (s: VoucherStats) => Object.values(s.orders).reduce((n, c) =>
 
 export function createLive(voucherId: bigint, deps: LiveDeps) {
   const now = deps.now ?? Date.now;
-  let previous: { at: number; counters: Record<string, number>; admitted: number } | null = null;
+  let previous: { at: number; counters: Record<string, number>; admitted: number; latency: Map<number, number> } | null = null;
   let ticks = 0;
   /** The next snapshot; throws VOUCHER_NOT_FOUND (or a store's error) like the stats route. */
   return async function next(): Promise<LiveSnapshot> {
     const runAudit = ticks++ % AUDIT_EVERY === 0;
-    const [stats, text, audit] = await Promise.all([
+    const [stats, text, audit, reconciled] = await Promise.all([
       deps.voucherStats(voucherId),
       deps.metricsText(),
       runAudit ? deps.auditVoucher(voucherId) : Promise.resolve(null),
+      deps.lastReconciliation(voucherId),
     ]);
     const at = now();
     const counters = claimCounters(text);
+    const latency = latencyBuckets(text);
     const admitted = admittedOf(stats);
     const seconds = previous ? (at - previous.at) / 1000 : 0;
     const snapshot: LiveSnapshot = {
@@ -67,9 +78,17 @@ export function createLive(voucherId: bigint, deps: LiveDeps) {
       stats,
       claimsPerSecond: previous ? ratesBetween(previous.counters, counters, seconds) : {},
       admissionsPerSecond: previous && seconds > 0 ? Math.round((Math.max(0, admitted - previous.admitted) / seconds) * 10) / 10 : 0,
+      claimLatencyMs: previous ? { p50: latencyQuantileMs(previous.latency, latency, 0.5), p99: latencyQuantileMs(previous.latency, latency, 0.99) } : { p50: null, p99: null },
+      pipelineLagSeconds: pipelineLag(text),
+      lastReconciliation: reconciled && {
+        at: reconciled.at,
+        verified: reconciled.verified,
+        repaired: reconciled.repaired,
+        drift: reconciled.drift.map((d) => `${d.kind}${d.repaired ? ' (repaired)' : ''}: ${d.detail}`),
+      },
       ...(audit ? { audit: auditVerdict(audit, new Date(at)) } : {}),
     };
-    previous = { at, counters, admitted };
+    previous = { at, counters, admitted, latency };
     return snapshot;
   };
 }

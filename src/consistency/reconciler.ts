@@ -39,6 +39,13 @@ const OVERDUE_GRACE_S = 5;
 /** Outbox rows this old were left by a relay that died. */
 const OUTBOX_GRACE_S = 5;
 const ENTRIES_SCANNED = 10_000;
+const LAST_REPORT_KEPT_S = 7 * 24 * 3600;
+
+/** The last reconciliation of a voucher, as the console shows it (reconcileVoucher keeps it). */
+export async function lastReconciliation(redis: RedisClient, keys: KeySpace, voucherId: bigint): Promise<(ReconcileReport & { at: string }) | null> {
+  const kept = await redis.get(keys.lastReconcile(voucherId));
+  return kept ? (JSON.parse(kept) as ReconcileReport & { at: string }) : null;
+}
 
 export type DriftKind =
   | 'state_missing'
@@ -253,6 +260,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     try {
       await finishLeftovers(voucher, note);
       if (kindOf(voucher).redisGated) await repairRedisState(voucher, report, note);
+      // Kept for the console (whichever instance ran it); a week, like the voucher's other keys.
+      const kept = JSON.stringify({ ...report, at: new Date().toISOString() });
+      await redis.set(keys.lastReconcile(voucherId), kept, 'EX', LAST_REPORT_KEPT_S).catch(() => undefined);
       return report;
     } finally {
       await mutex.release().catch(() => undefined);

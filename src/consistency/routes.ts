@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import type { VoucherAudit } from './audit.js';
 import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
-import { createLive } from './live.js';
+import { createLive, type LiveDeps } from './live.js';
 import { createTickStreams, LIVE_INTERVAL_MS } from './live-stream.js';
 
 const Count = Type.Integer({ minimum: 0 });
@@ -48,10 +48,11 @@ export interface ConsistencyRouteDeps {
   auditVoucher(voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null>;
   /** What /metrics answers (this process, or the sum over a supervisor's): the live view's rates. */
   metrics: { metrics(): Promise<string> };
+  lastReconciliation: LiveDeps['lastReconciliation'];
   liveIntervalMs?: number;
 }
 
-export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, liveIntervalMs }: ConsistencyRouteDeps) {
+export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, lastReconciliation, liveIntervalMs }: ConsistencyRouteDeps) {
   const streams = createTickStreams(liveIntervalMs ?? LIVE_INTERVAL_MS);
   // An open stream would keep server.close() waiting for ever.
   app.addHook('preClose', async () => streams.closeAll());
@@ -127,6 +128,7 @@ export function registerConsistencyRoutes(app: App, { guards, voucherStats, reco
         voucherStats,
         auditVoucher: (id) => auditVoucher(id),
         metricsText: () => metrics.metrics(),
+        lastReconciliation,
       });
       await streams.open(request, reply, next);
     },

@@ -67,6 +67,10 @@ describe('the operator console (GET /console)', () => {
 
     await page.click('#run-reconcile');
     await page.waitForSelector('#action-result:has-text("Reconcile: verified")');
+    // The live view shows that reconciliation (kept in Redis for every instance) and the claims' latency.
+    await page.waitForSelector('[data-stat=lastReconciliation] td:has-text("no drift")', { timeout: 5_000 });
+    assert.match((await page.textContent('[data-stat=claimLatency] td')) ?? '', /≤ [\d.]+ ms \/ ≤ [\d.]+ ms|no claims this second/);
+    assert.match((await page.textContent('[data-stat=pipelineLag] td')) ?? '', /^\d+\.\d\d s$/);
     await page.close();
   });
 });

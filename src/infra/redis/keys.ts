@@ -69,6 +69,8 @@ export interface KeySpace {
   warmLock(voucherId: bigint): string;
   /** Held while reconciliation works on a voucher (its repairs are offsets: one at a time). */
   reconcileLock(voucherId: bigint): string;
+  /** String: the voucher's last reconciliation report (JSON), for the console. */
+  lastReconcile(voucherId: bigint): string;
   /** Lease of one Snowflake worker id. */
   workerLease(workerId: number): string;
   /** Highest timestamp ever issued under a worker id (guards restarts with a clock set back). */
@@ -106,6 +108,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     claimLock: (id, user) => `${prefix}:{u${user}}:claim:${id}`,
     warmLock: (id) => `${v(id)}:warming`,
     reconcileLock: (id) => `${v(id)}:reconciling`,
+    lastReconcile: (id) => `${v(id)}:reconciled`,
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
     dataEpoch: () => `${prefix}:epoch`,

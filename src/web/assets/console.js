@@ -116,7 +116,7 @@ async function openVoucher(/** @type {string} */ id) {
   byId('audit-verdict').textContent = '';
   byId('action-result').textContent = '';
   /** @type {Record<string, number[]>} */
-  const history_ = { redisStock: [], claims: [], admissions: [] };
+  const history_ = { redisStock: [], claims: [], admissions: [], p99: [] };
   byId('live-status').textContent = 'connecting…';
   stopLive = openEvents(`/api/vouchers/${id}/live`, session.get() ?? '', {
     onEvent(type, data) {
@@ -125,6 +125,7 @@ async function openVoucher(/** @type {string} */ id) {
         push(history_.redisStock, data.stats.redisStock ?? data.stats.dbStock);
         push(history_.claims, Object.values(/** @type {Record<string, number>} */ (data.claimsPerSecond)).reduce((a, b) => a + b, 0));
         push(history_.admissions, data.admissionsPerSecond);
+        push(history_.p99, data.claimLatencyMs?.p99 ?? 0);
         renderLive(data, history_);
         if (data.audit) renderVerdict(data.audit);
       } else if (type === 'error') {
@@ -163,9 +164,26 @@ function renderLive(s, hist) {
         row('Dead letters', stats.deadLetters, 'deadLetters'),
         row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond', sparkline(hist.admissions ?? [], { label: 'admissions per second' })),
         row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond', sparkline(hist.claims ?? [], { label: 'claims per second' })),
+        row('Claim latency p50 / p99', latency(s.claimLatencyMs), 'claimLatency', sparkline(hist.p99 ?? [], { label: 'claim latency p99, ms' })),
+        row('Pipeline lag', s.pipelineLagSeconds === null ? 'no pipeline in this process' : `${s.pipelineLagSeconds.toFixed(2)} s`, 'pipelineLag'),
+        row('Last reconciliation', reconciliation(s.lastReconciliation), 'lastReconciliation'),
       ),
     ),
   );
+}
+
+/** "≤ 2 ms / ≤ 10 ms": the upper bounds of the histogram buckets that hold them. @param {{p50: number | null, p99: number | null}} l */
+function latency(l) {
+  if (!l || l.p50 === null) return 'no claims this second';
+  const ms = (/** @type {number | null} */ v) => (v === null ? '> 1 s' : `≤ ${v} ms`);
+  return `${ms(l.p50)} / ${ms(l.p99)}`;
+}
+
+/** @param {{at: string, verified: boolean, repaired: number, drift: string[]} | null} r */
+function reconciliation(r) {
+  if (!r) return 'none yet';
+  const head = `${new Date(r.at).toLocaleTimeString()}: ${r.drift.length ? `${r.drift.length} drift(s), ${r.repaired} repaired` : 'no drift'}${r.verified ? '' : ' (not verified: the stores kept changing)'}`;
+  return r.drift.length ? h('div', null, head, h('ul', null, ...r.drift.slice(0, 5).map((d) => h('li', null, d)))) : head;
 }
 
 /** @param {{ok: boolean, failed: {name: string, problem: string}[], at: string}} verdict */
