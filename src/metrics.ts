@@ -28,6 +28,8 @@ export interface Metrics {
   observeClaim(statusCode: number, seconds: number): void;
   /** Makes the pipeline lag gauge read `probe` at each scrape (the processes that run the pipeline). */
   watchPipelineLag(probe: () => number): void;
+  /** Makes the stream backlog gauge read `probe` at each scrape (the processes that run the pipeline). */
+  watchStreamBacklog(probe: () => Promise<number>): void;
   /** How late each expired order was expired (expired at − due at, database time), in seconds. */
   expiryLateness: Histogram;
 }
@@ -124,6 +126,17 @@ export function createMetrics(): Metrics {
       if (lagProbe) this.set(lagProbe());
     },
   });
+  let backlogProbe: (() => Promise<number>) | null = null;
+  new Gauge({
+    name: 'seckill_stream_backlog',
+    help: 'Admitted orders in the shard streams not stored yet (delivered and unacknowledged, or not delivered), all shards, read at each scrape.',
+    registers: [registry],
+    // Every worker reads the same streams: the cluster view is one value, not a sum.
+    aggregator: 'max',
+    async collect() {
+      if (backlogProbe) this.set(await backlogProbe().catch(() => NaN));
+    },
+  });
   type OutboxReading = { backlog: number; oldestAgeSeconds: number };
   let probe: (() => Promise<OutboxReading>) | null = null;
   let reading: Promise<OutboxReading> | null = null;
@@ -178,6 +191,9 @@ export function createMetrics(): Metrics {
     },
     watchPipelineLag: (read) => {
       lagProbe = read;
+    },
+    watchStreamBacklog: (read) => {
+      backlogProbe = read;
     },
     expiryLateness,
   };

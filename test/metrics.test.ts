@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { claimOutcomeClass, createMetrics } from '../src/metrics.js';
+import { CONSUMER_GROUP, streamBacklog } from '../src/pipeline/maintenance.js';
 import { burst, createVoucher, range, startTestApp } from './support/helpers.js';
 import { waitForDrain } from './support/invariants.js';
 import { waitFor } from './support/wait.js';
@@ -42,8 +43,10 @@ describe('metrics of a sale (claim latency, pipeline lag, expiry lateness)', () 
     await new Promise((resolve) => setTimeout(resolve, 400));
     await t.c.startPipeline();
     await waitForDrain(t.c, v.id);
-    const lag = sample((await t.app.inject({ method: 'GET', url: '/metrics' })).body, 'seckill_pipeline_lag_seconds')!;
+    const drained = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    const lag = sample(drained, 'seckill_pipeline_lag_seconds')!;
     assert.ok(lag >= 0.4 && lag < 30, `lag ${lag}`);
+    assert.equal(sample(drained, 'seckill_stream_backlog'), 0, 'every admitted order stored');
 
     // Unpaid orders due 1 s after storage, expired by the timer polling every 100 ms.
     t.c.startExpiry();
@@ -55,3 +58,18 @@ describe('metrics of a sale (claim latency, pipeline lag, expiry lateness)', () 
     assert.ok(lateness >= 0 && lateness < 3 * 5, `lateness sum ${lateness}`);
   });
 });
+
+describe('stream backlog', () => {
+  it('counts the entries of a stream not acknowledged by the consumer group: delivered or not', async () => {
+    const stream = `${t.c.keys.prefix}:backlog-test`;
+    await t.c.redis.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM');
+    for (let i = 0; i < 3; i++) await t.c.redis.xadd(stream, '*', 'd', String(i));
+    assert.equal(await streamBacklog(t.c.redis, stream), 3, 'not delivered yet');
+    const read = (await t.c.redis.xreadgroup('GROUP', CONSUMER_GROUP, 'c1', 'COUNT', 2, 'STREAMS', stream, '>')) as [string, [string, string[]][]][];
+    assert.equal(await streamBacklog(t.c.redis, stream), 3, '2 delivered and pending, 1 not delivered');
+    await t.c.redis.xack(stream, CONSUMER_GROUP, read[0]![1][0]![0]);
+    assert.equal(await streamBacklog(t.c.redis, stream), 2);
+    assert.equal(await streamBacklog(t.c.redis, `${stream}:absent`), 0);
+  });
+});
+

@@ -63,3 +63,13 @@ export async function hasConsumerGroup(redis: RedisClient, stream: string): Prom
     throw err;
   }
 }
+
+/**
+ * Admitted orders of a shard stream not stored yet: delivered and not acknowledged (`pending`)
+ * plus not delivered yet (`lag`, Redis 7), from XINFO GROUPS. 0 for a stream that does not exist.
+ */
+export async function streamBacklog(redis: RedisClient, stream: string): Promise<number> {
+  const groups = ((await redis.xinfo('GROUPS', stream).catch(() => [])) as unknown[][]).map(toRecord);
+  const group = groups.find((g) => g.name === CONSUMER_GROUP);
+  return group ? Number(group.pending ?? 0) + Number(group.lag ?? 0) : 0;
+}
