@@ -33,7 +33,7 @@ interface Batch {
 
 export function batchAdmissions(scripts: Pick<Scripts, 'admitMany'>, limits: ClaimRateLimits): AdmitOne {
   // Per voucher, per kind of call (segment, enrol, tokens): the claims of this turn.
-  let pending = new Map<bigint, Map<string, Batch>>();
+  let pending = new Map<bigint, Map<number, Batch>>();
 
   const shares = new Map<number, ClaimRateLimits>([[1, limits]]);
   const limitsOf = (segments: number) => {
@@ -67,7 +67,8 @@ export function batchAdmissions(scripts: Pick<Scripts, 'admitMany'>, limits: Cla
       if (pending.size === 0) setImmediate(flush); // after the I/O callbacks of this turn, which may bring more claims
       let batches = pending.get(voucherId);
       if (!batches) pending.set(voucherId, (batches = new Map()));
-      const kind = `${options.shard}|${options.enrol}|${options.tokens}`;
+      // One number per kind of call: no string built per claim on the hot path.
+      const kind = ((options.shard ?? -1) + 1) * 4 + (options.enrol === false ? 2 : 0) + (options.tokens === false ? 1 : 0);
       let batch = batches.get(kind);
       if (!batch) batches.set(kind, (batch = { voucherId, options, waiting: [] }));
       batch.waiting.push({ claim, resolve, reject });

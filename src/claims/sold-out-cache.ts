@@ -110,10 +110,16 @@ export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCa
     flag.forgottenAt = performance.now();
   });
 
+  /** The voucher's flag while it stands. */
+  const standing = (voucherId: bigint) => {
+    const flag = flags.get(voucherId);
+    return flag !== undefined && flag.until > performance.now() ? flag : undefined;
+  };
+
   return {
     answer(voucher, userId, hasIdempotencyKey) {
-      const flag = flags.get(voucher.id);
-      if (!flag || flag.until <= performance.now()) return null;
+      const flag = standing(voucher.id);
+      if (!flag) return null;
       if (!hasIdempotencyKey && !voucher.waitlist) return NOT_WAITLISTED;
       const s = flag.snapshot;
       if (!s?.keyed || !s.waiting) return null;
@@ -122,15 +128,9 @@ export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCa
       return s.waiting.has(user) ? WAITLISTED : NOT_WAITLISTED;
     },
 
-    soldOutForAnyone(voucherId) {
-      const flag = flags.get(voucherId);
-      return flag !== undefined && flag.anyone && flag.until > performance.now();
-    },
+    soldOutForAnyone: (voucherId) => standing(voucherId)?.anyone === true,
 
-    flagged(voucherId) {
-      const flag = flags.get(voucherId);
-      return flag !== undefined && flag.until > performance.now();
-    },
+    flagged: (voucherId) => standing(voucherId) !== undefined,
 
     stamp: () => performance.now(),
 

@@ -7,6 +7,7 @@ import type { Db } from '../infra/db/database.js';
 import { ORDER_STATUSES, type StoredOrderStatus } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { segmentShards } from '../vouchers/segments.js';
+import { parseSegmentShards } from '../vouchers/voucher.js';
 
 export interface VoucherStats {
   initialStock: number;
@@ -30,7 +31,7 @@ export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisC
     ]);
     if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
     // Summed over the voucher's segments (units on their way between two are left out).
-    const shards = segmentShards({ id: voucherId, segmentShards: voucher.segment_shards?.split(',').map(Number) ?? null }, keys);
+    const shards = segmentShards({ id: voucherId, segmentShards: parseSegmentShards(voucher.segment_shards) }, keys);
     const segments = await Promise.all(
       shards.map((s) => Promise.all([redis.hmget(keys.voucher(voucherId, s), 'stock', 'inflight', 'dead'), redis.zcard(keys.waitlist(voucherId, s))])),
     );

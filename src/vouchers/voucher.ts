@@ -18,6 +18,9 @@ export interface Voucher {
   segmentShards: number[] | null;
 }
 
+/** The `segment_shards` column ("3,9,14", or NULL for one segment). */
+export const parseSegmentShards = (text: string | null): number[] | null => (text ? text.split(',').map(Number) : null);
+
 export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
   return {
     id: BigInt(row.id),
@@ -31,7 +34,7 @@ export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
     paymentTimeoutSeconds: row.payment_timeout_seconds,
     waitlist: Boolean(row.waitlist),
     claimToken: Boolean(row.claim_token),
-    segmentShards: row.segment_shards ? row.segment_shards.split(',').map(Number) : null,
+    segmentShards: parseSegmentShards(row.segment_shards),
   };
 }
 
