@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): dependencies, services, then every test file on real
-# Redis and MariaDB, then the Redis-touching integration tests again on a local Redis Cluster.
+# Redis and MariaDB, then the Redis-touching integration tests again on a local Redis Cluster,
+# then the database-touching ones again on PostgreSQL.
 # Node 20's test runner has no globs, so the files are found here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +38,20 @@ trap 'bash scripts/redis-topology.sh cluster down --port $port --dir "$dir"' EXI
 nodes=$(bash scripts/redis-topology.sh cluster up --port $port --dir "$dir")
 echo "second pass on a Redis Cluster: ${nodes}"
 TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests "${on_cluster[@]}"
+
+# Third pass on PostgreSQL: every file that touches the database (each its own database, as on
+# MariaDB). Left out: files without a database, and the Redis topology tests (Sentinel failovers,
+# the cluster's own tests), whose database work is the one-server tests' own.
+declare -A not_on_postgres=()
+for f in test/auth/tokens.test.ts test/config.test.ts test/consistency/claim-rates.test.ts test/ids/snowflake.test.ts \
+  test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
+  test/ops/grafana-dashboard.test.ts test/pipeline/stream-trim.test.ts test/vouchers/segment-placement.test.ts \
+  test/faults/sentinel-failover.test.ts test/faults/sentinel-failover-memory.test.ts test/infra/redis/cluster.test.ts \
+  test/vouchers/segments.test.ts; do
+  [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
+  not_on_postgres[$f]=1
+done
+on_postgres=()
+for f in "${files[@]}"; do [[ -n ${not_on_postgres[$f]:-} ]] || on_postgres+=("$f"); done
+echo "third pass on PostgreSQL: ${#on_postgres[@]} files"
+TEST_DATABASE_SERVER=${TEST_POSTGRES_SERVER:-postgres://postgres@127.0.0.1:5432} run_tests "${on_postgres[@]}"

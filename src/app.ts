@@ -22,6 +22,7 @@ import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 import { registerWebRoutes } from './web/routes.js';
+import { isDatabaseUnreachable } from './infra/db/errors.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -46,12 +47,13 @@ export interface AppDeps {
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
 }
 
-const INFRA_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR']);
+const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
 
 /** Redis or the database unreachable: a 503 the client may retry, not a 500. */
 function isInfrastructureError(err: Error & { code?: string }): boolean {
   return (
-    (err.code !== undefined && INFRA_ERROR_CODES.has(err.code)) ||
+    (err.code !== undefined && SOCKET_ERROR_CODES.has(err.code)) ||
+    isDatabaseUnreachable(err) ||
     err.name === 'MaxRetriesPerRequestError' ||
     /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|None of startup nodes/.test(err.message)
   );

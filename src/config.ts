@@ -128,8 +128,8 @@ export const settings = {
   databaseUrl: setting(
     'DATABASE_URL',
     'mysql://root@127.0.0.1:3306/seckill',
-    'MariaDB/MySQL database; the database is created if missing.',
-    url('mysql:', 'mariadb:'),
+    'The database: mysql:// (MariaDB/MySQL) or postgres:// (PostgreSQL); it is created if missing.',
+    url('mysql:', 'mariadb:', 'postgres:', 'postgresql:'),
   ),
   jwtSecret: setting(
     'JWT_SECRET',

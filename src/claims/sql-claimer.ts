@@ -8,6 +8,8 @@ import { sql, type Transaction } from 'kysely';
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
+import { addQuantitiesSql } from '../pipeline/bulk-sql.js';
 import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
@@ -67,10 +69,11 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: Event
   // statement after it reads the latest commits (what the previous holder stored); the default
   // REPEATABLE READ would also gap-lock a missing quantity row and deadlock neighbouring vouchers
   // (as in the order pipeline).
+  const dialect = dialectOf(db);
   return db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
     const voucher = await trx
       .selectFrom('vouchers')
-      .select(['stock', 'per_user_limit', 'payment_timeout_seconds', sql<number>`begin_at <= now(3)`.as('started'), sql<number>`end_at > now(3)`.as('open')])
+      .select(['stock', 'per_user_limit', 'payment_timeout_seconds', sql<boolean>`begin_at <= ${dialect.now}`.as('started'), sql<boolean>`end_at > ${dialect.now}`.as('open')])
       .where('id', '=', voucherId)
       .forUpdate()
       .executeTakeFirst();
@@ -99,11 +102,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: Event
     if (q > voucher.stock) throw soldOutError(false);
 
     await takeStock(trx, voucherId, q);
-    await trx
-      .insertInto('user_quantities')
-      .values({ voucher_id: voucherId, user_id: userId, quantity: q })
-      .onDuplicateKeyUpdate({ quantity: sql`quantity + ${q}` })
-      .execute();
+    await sql.raw(addQuantitiesSql(dialect, claim.voucher.id, new Map([[userId, q]]))).execute(trx);
     const orderId = ids.next().toString();
     await trx
       .insertInto('orders')
@@ -114,8 +113,8 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: Event
         quantity: q,
         status: 'pending_payment',
         // The payment window starts when the order is stored, in database time.
-        created_at: sql<Date>`now(3)`,
-        expires_at: sql<Date>`now(3) + interval ${voucher.payment_timeout_seconds} second`,
+        created_at: dialect.now,
+        expires_at: dialect.nowPlusSeconds(voucher.payment_timeout_seconds),
         idempotency_key: claim.idempotencyKey ?? null,
       })
       .execute();

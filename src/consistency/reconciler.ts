@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
 import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
@@ -146,7 +147,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       .select(sql<number>`count(*)`.as('n'))
       .where('voucher_id', '=', id)
       .where('status', '=', 'pending_payment')
-      .where('expires_at', '<', sql<Date>`now(3) - interval ${OVERDUE_GRACE_S} second`)
+      .where('expires_at', '<', dialectOf(db).nowPlusSeconds(-OVERDUE_GRACE_S))
       .executeTakeFirstOrThrow();
     if (Number(overdue.n) > 0) {
       const expired = await releases.expireDue({ limit: Number(overdue.n) * 2, voucherId: voucher.id });
@@ -156,7 +157,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       .selectFrom('release_outbox')
       .select(sql<number>`count(*)`.as('n'))
       .where('voucher_id', '=', id)
-      .where('created_at', '<', sql<Date>`now(3) - interval ${OUTBOX_GRACE_S} second`)
+      .where('created_at', '<', dialectOf(db).nowPlusSeconds(-OUTBOX_GRACE_S))
       .executeTakeFirstOrThrow();
     if (Number(stuck.n) > 0) {
       const relayed = await relay.drain();
@@ -277,7 +278,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         .select('id')
         .where((eb) =>
           eb.or([
-            eb.and([eb('kind', 'in', kindsWhere('redisGated')), eb('end_at', '>', sql<Date>`now(3) - interval ${RETAIN_AFTER_END_MS / 1000} second`)]),
+            eb.and([eb('kind', 'in', kindsWhere('redisGated')), eb('end_at', '>', dialectOf(db).nowPlusSeconds(-RETAIN_AFTER_END_MS / 1000))]),
             eb(
               'id',
               'in',
@@ -285,7 +286,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
                 .selectFrom('orders')
                 .select('voucher_id')
                 .where('status', '=', 'pending_payment')
-                .where('expires_at', '<', sql<Date>`now(3) - interval ${OVERDUE_GRACE_S} second`),
+                .where('expires_at', '<', dialectOf(db).nowPlusSeconds(-OVERDUE_GRACE_S)),
             ),
           ]),
         )

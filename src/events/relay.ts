@@ -7,6 +7,7 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { EventPublisher } from './amqp-publisher.js';
 import { messageOf, type OutboxRow } from './message.js';
 
@@ -43,8 +44,9 @@ export function sendableInOrder(claimed: OutboxRow[], unsent: { order_id: string
 
 /** Unsent events in the outbox and the age of the oldest, in database time. */
 export async function outboxBacklog(db: Db): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+  const dialect = dialectOf(db);
   const { rows } = await sql<{ n: string | number; age_ms: string | number | null }>`
-    select count(*) as n, timestampdiff(microsecond, min(created_at), now(3)) div 1000 as age_ms from order_events`.execute(db);
+    select count(*) as n, ${dialect.msBetween(sql`min(created_at)`, dialect.now)} as age_ms from order_events`.execute(db);
   const row = rows[0];
   return { backlog: Number(row?.n ?? 0), oldestAgeSeconds: row?.age_ms == null ? 0 : Number(row.age_ms) / 1000 };
 }

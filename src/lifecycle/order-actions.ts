@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import type { Principal } from '../auth/tokens.js';
 import { AppError, type ErrorCodeName } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { EventOutbox } from '../orders/outbox.js';
 import type { OrderView } from '../orders/order.js';
@@ -44,11 +45,11 @@ export function payOrderUseCase({ db, getOrder, releases, events, outbox }: Orde
   const markPaid = (q: Db, caller: Principal, orderId: bigint) =>
     q
       .updateTable('orders')
-      .set({ status: 'paid', paid_at: sql<Date>`now(3)` })
+      .set({ status: 'paid', paid_at: dialectOf(q).now })
       .where('id', '=', orderId.toString())
       .where('user_id', '=', caller.userId.toString())
       .where('status', '=', 'pending_payment')
-      .where('expires_at', '>', sql<Date>`now(3)`)
+      .where('expires_at', '>', dialectOf(q).now)
       .executeTakeFirst()
       .then((r) => r.numUpdatedRows === 1n);
 

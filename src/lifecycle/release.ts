@@ -3,7 +3,8 @@
 // wins or loses, never both. In the same transaction the units return to the voucher's stock and the
 // buyer's quantity, and seckill releases are written to the outbox: Redis gets them back after the
 // commit (outbox-relay.ts), exactly once even if this process dies in between.
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import { dialectOf, type QuantityChange } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import { VOUCHER_KINDS } from '../vouchers/kinds.js';
 import { returnStock } from '../vouchers/stock.js';
@@ -31,13 +32,13 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
   if (Number(changed.numUpdatedRows) !== orders.length) throw new Error('a locked pending order changed under its lock');
 
   const units = new Map<string, number>();
-  const held = new Map<string, { voucher: string; user: string; quantity: number }>();
+  const held = new Map<string, QuantityChange>();
   for (const o of orders) {
     units.set(o.voucher_id, (units.get(o.voucher_id) ?? 0) + o.quantity);
     const key = `${o.voucher_id}:${o.user_id}`;
     const h = held.get(key);
     if (h) h.quantity += o.quantity;
-    else held.set(key, { voucher: o.voucher_id, user: o.user_id, quantity: o.quantity });
+    else held.set(key, { voucherId: o.voucher_id, userId: o.user_id, quantity: o.quantity });
   }
 
   // Vouchers in ascending id order, like the order pipeline, so the two never deadlock.
@@ -52,15 +53,8 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     await returnStock(trx, id, units.get(id)!);
   }
 
-  // One statement for every (voucher, user): the rows exist while their orders are active. (Ids
-  // are cast: a BIGINT compared with a string would be compared as a double.)
-  const rows = sql.join(
-    [...held.values()].map((h) => sql`select cast(${h.voucher} as unsigned) as v, cast(${h.user} as unsigned) as u, ${h.quantity} as q`),
-    sql` union all `,
-  );
-  const { numAffectedRows } = await sql`
-    update user_quantities uq join (${rows}) d on uq.voucher_id = d.v and uq.user_id = d.u
-    set uq.quantity = uq.quantity - d.q`.execute(trx);
+  // One statement for every (voucher, user): the rows exist while their orders are active.
+  const { numAffectedRows } = await dialectOf(trx).subtractQuantities([...held.values()]).execute(trx);
   if (Number(numAffectedRows) !== held.size) throw new Error('a released order had no per-user quantity row');
 
   const gated = new Set(vouchers.filter((v) => VOUCHER_KINDS[v.kind].redisGated).map((v) => v.id));

@@ -9,6 +9,7 @@
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { EventOutbox } from '../orders/outbox.js';
 import type { ReleaseRelay } from './outbox-relay.js';
@@ -39,6 +40,7 @@ export interface ReleasesDeps {
 }
 
 export function createReleases({ db, relay, events, log, outbox, expiredLate }: ReleasesDeps): Releases {
+  const dialect = dialectOf(db);
   // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
   // hold up the pipeline inserting new pending orders.
   async function release<O extends LockedOrder>(status: ReleaseStatus, lock: (trx: Parameters<typeof releaseLocked>[0]) => Promise<O[]>): Promise<O[]> {
@@ -65,14 +67,14 @@ export function createReleases({ db, relay, events, log, outbox, expiredLate }: 
           .selectFrom('orders')
           .select(COLUMNS)
           // The lateness, read in the same row scan and clock as the deadline check.
-          .select(sql<number>`timestampdiff(microsecond, expires_at, now(3))`.as('late_us'))
+          .select(dialect.msBetween(sql.ref('expires_at'), dialect.now).as('late_ms'))
           .where('status', '=', 'pending_payment')
-          .where('expires_at', '<=', sql<Date>`now(3)`);
+          .where('expires_at', '<=', dialect.now);
         if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
         if (voucherId !== undefined) due = due.where('voucher_id', '=', voucherId.toString());
         return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
       });
-      if (expired.length) expiredLate?.(expired.map((o) => Math.max(0, Number(o.late_us)) / 1e6));
+      if (expired.length) expiredLate?.(expired.map((o) => Math.max(0, Number(o.late_ms)) / 1e3));
       return expired.length;
     },
 

@@ -3,6 +3,7 @@
 // and only if the change committed. events/relay.ts sends the rows to RabbitMQ. With events off
 // (no EVENTS_AMQP_URL) nothing is written and the writers' transactions are unchanged.
 import { sql, type Transaction } from 'kysely';
+import { dialectOf, type SqlDialect } from '../infra/db/dialect.js';
 import { int, text } from '../infra/db/literals.js';
 import type { Database, OrderEventType } from '../infra/db/types.js';
 
@@ -28,9 +29,9 @@ export interface EventOutbox {
 }
 
 /** One multi-row INSERT, built by hand like the pipeline's order insert (cheap on 500 rows). */
-export function insertEventsSql(events: OutboxEvent[]): string {
+export function insertEventsSql(dialect: SqlDialect, events: OutboxEvent[]): string {
   const values = events.map(
-    (e) => `(${int(e.orderId)},${int(e.voucherId)},${int(e.userId)},${text(e.type)},${int(e.quantity)},${text(e.status)})`,
+    (e) => `(${int(e.orderId)},${int(e.voucherId)},${int(e.userId)},${text(dialect, e.type)},${int(e.quantity)},${text(dialect, e.status)})`,
   );
   return `insert into order_events (order_id, voucher_id, user_id, type, quantity, status) values ${values.join(',')}`;
 }
@@ -41,7 +42,7 @@ export function createEventOutbox({ enabled }: { enabled: boolean }): EventOutbo
     enabled,
     async write(trx, events) {
       if (!enabled || events.length === 0) return;
-      await sql.raw(insertEventsSql(events)).execute(trx);
+      await sql.raw(insertEventsSql(dialectOf(trx), events)).execute(trx);
     },
     committed: () => {
       if (enabled) listener?.();

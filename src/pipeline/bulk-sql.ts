@@ -1,10 +1,11 @@
 // The text of the pipeline's bulk statements (per batch: one multi-row INSERT of orders; per
 // voucher in it: lock and upsert the buyers' quantity rows), built by hand: on 500-row statements
-// kysely's compile step plus mysql2's client-side interpolation of thousands of parameters cost a
-// fifth of the pipeline's CPU.
+// kysely's compile step plus the driver's client-side interpolation of thousands of parameters cost
+// a fifth of the pipeline's CPU (measured on mysql2).
 // Safe because every value passes through a literal function (infra/db/literals.ts, datetime
-// below), which accept only integers, dates, and text escaped by the driver's own function.
-// Everything else stays kysely.
+// below), which accept only integers, dates, and text escaped the dialect's way. Everything else
+// stays kysely.
+import type { SqlDialect } from '../infra/db/dialect.js';
 import { int, text } from '../infra/db/literals.js';
 import type { StoredOrderStatus } from '../infra/db/types.js';
 
@@ -24,7 +25,7 @@ export interface OrderRow {
 const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
 const DATETIME_END_MS = Date.UTC(10000, 0, 1);
 
-/** DATETIME(3) in UTC, the session's time zone (database.ts). Refuses what DATETIME cannot hold. */
+/** 'YYYY-MM-DD HH:MM:SS.mmm' in UTC, the session's time zone on both databases (mysql.ts, postgres.ts). Refuses what DATETIME cannot hold. */
 function datetime(ms: number): string {
   if (!(ms >= DATETIME_MIN_MS && ms < DATETIME_END_MS)) throw new RangeError(`date out of DATETIME range: ${ms}`);
   const iso = new Date(ms).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
@@ -39,13 +40,13 @@ function lastDatetime(): (ms: number) => string {
 }
 
 /** `nowMs`: the database's clock at storage, where pending orders' payment windows start. */
-export function insertOrdersSql(rows: OrderRow[], nowMs: number): string {
+export function insertOrdersSql(dialect: SqlDialect, rows: OrderRow[], nowMs: number): string {
   const created = lastDatetime();
   const expires = lastDatetime();
   const values = rows.map(
     (r) =>
-      `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(r.status)},${created(r.createdAt.getTime())},` +
-      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(r.failureReason)})`,
+      `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(dialect, r.status)},${created(r.createdAt.getTime())},` +
+      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)})`,
   );
   return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason) values ${values.join(',')}`;
 }
@@ -56,8 +57,8 @@ export function lockQuantitiesSql(voucherId: bigint, userIds: string[]): string 
 }
 
 /** Adds each user's quantity to what they hold of the voucher (a missing row counts as 0). */
-export function addQuantitiesSql(voucherId: bigint, added: Map<string, number>): string {
+export function addQuantitiesSql(dialect: SqlDialect, voucherId: bigint, added: Map<string, number>): string {
   const voucher = int(voucherId);
   const values = [...added].map(([userId, quantity]) => `(${voucher},${int(userId)},${int(quantity)})`);
-  return `insert into user_quantities (voucher_id, user_id, quantity) values ${values.join(',')} on duplicate key update quantity = quantity + values(quantity)`;
+  return `insert into user_quantities (voucher_id, user_id, quantity) values ${values.join(',')} ${dialect.addQuantityOnConflict}`;
 }

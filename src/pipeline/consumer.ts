@@ -15,7 +15,7 @@ import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
 import type { OrderEvent, OrderEvents } from '../orders/events.js';
 import type { EventOutbox } from '../orders/outbox.js';
-import { isTransientDbError } from './db-errors.js';
+import { isTransientDbError, isUniqueViolation } from '../infra/db/errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
 import { FailureReason, type Settlement, settleInput } from './settlement.js';
@@ -201,7 +201,7 @@ class Lane {
       try {
         return await storeOrders(this.deps.db, entries, { failAll, checkStored, outbox: this.deps.outbox });
       } catch (err) {
-        if ((err as { code?: string }).code === 'ER_DUP_ENTRY' && !checkStored) {
+        if (isUniqueViolation(err) && !checkStored) {
           checkStored = true;
           continue;
         }

@@ -9,6 +9,7 @@
 // rest of the batch is not held back.
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from '../infra/redis/records.js';
@@ -93,7 +94,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
 
   await takeStock(trx, id, voucher.stock - stockLeft);
 
-  await sql.raw(addQuantitiesSql(voucherId, added)).execute(trx);
+  await sql.raw(addQuantitiesSql(dialectOf(trx), voucherId, added)).execute(trx);
 
   for (const e of accepted) {
     out.set(e.orderId, STORED);
@@ -105,12 +106,13 @@ async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
   if (rows.length === 0) return;
   // The payment window starts when the order becomes payable (stored), in database time: read
   // the clock once per batch rather than a SQL expression per row (cheaper to build and send).
+  const dialect = dialectOf(trx);
   let now = 0;
   if (rows.some((r) => r.paymentTimeoutSeconds !== null)) {
-    const { rows: clock } = await sql<{ now: Date }>`select now(3) as now`.execute(trx);
+    const { rows: clock } = await sql<{ now: Date }>`select ${dialect.now} as now`.execute(trx);
     now = clock[0]!.now.getTime();
   }
-  await sql.raw(insertOrdersSql(rows, now)).execute(trx);
+  await sql.raw(insertOrdersSql(dialect, rows, now)).execute(trx);
 }
 
 const eventOf = (r: OrderRow): OutboxEvent => ({

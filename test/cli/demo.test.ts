@@ -3,19 +3,19 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { demoLinks } from '../../src/cli/demo.js';
-import { deleteKeys, REDIS_URL, uniqueName, MYSQL_SERVER } from '../support/helpers.js';
+import { deleteKeys, REDIS_URL, uniqueName, DATABASE_SERVER } from '../support/helpers.js';
 import { startSeckill } from '../support/processes.js';
 
 /** The demo adds `_demo` / `-demo` to the database and prefix it is given: those are removed after the file. */
 function demoData(label: string): Record<string, string> {
   const name = uniqueName(label);
   after(async () => {
-    await dropDatabase(`${MYSQL_SERVER}/${name}_demo`);
+    await dropDatabase(`${DATABASE_SERVER}/${name}_demo`);
     const redis = new Redis(REDIS_URL);
     await deleteKeys(redis, `${name}-demo:*`);
     redis.disconnect();
   });
-  return { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 'demo-secret' };
+  return { DATABASE_URL: `${DATABASE_SERVER}/${name}`, REDIS_PREFIX: name, JWT_SECRET: 'demo-secret' };
 }
 
 describe('seckill demo', () => {

@@ -4,7 +4,7 @@ import { createDb } from '../../src/infra/db/database.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
-import { burst, createVoucher, MYSQL_SERVER, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { burst, createVoucher, DATABASE_PORT, DATABASE_SERVER, databaseServerVia, range, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 import { type Running, startSeckill } from '../support/processes.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -73,12 +73,12 @@ describe('pipeline failures', () => {
   });
 
   describe('the database unreachable during a sale', async () => {
-    const proxy = new TcpProxy('127.0.0.1', Number(new URL(MYSQL_SERVER).port || 3306));
+    const proxy = new TcpProxy('127.0.0.1', DATABASE_PORT);
     const port = await proxy.start();
     // After hooks run in the order they are added: the proxy is back before the app's own
     // clean-up drops the database through it, and stops after it.
     after(() => proxy.restore());
-    const t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, `mysql://root@127.0.0.1:${port}`);
+    const t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, databaseServerVia(port));
     after(() => proxy.stop());
 
     it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {
@@ -91,7 +91,7 @@ describe('pipeline failures', () => {
       const during = await burst(t, v.id, range(101, 300));
       assert.equal(during.length, 300, 'admission does not need the database');
       await new Promise((r) => setTimeout(r, 1500));
-      const direct = createDb(`${MYSQL_SERVER}/${new URL(t.c.config.databaseUrl).pathname.slice(1)}`, 1);
+      const direct = createDb(`${DATABASE_SERVER}/${new URL(t.c.config.databaseUrl).pathname.slice(1)}`, 1);
       try {
         const stored = await direct.selectFrom('orders').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
         assert.equal(Number(stored.n), 100, 'nothing stored while the database is unreachable');

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type OrderEntry } from '../../src/infra/redis/records.js';
+import { sql } from 'kysely';
+import { dialectOf, MYSQL, POSTGRES } from '../../src/infra/db/dialect.js';
+import { text } from '../../src/infra/db/literals.js';
 import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
 import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
@@ -116,13 +119,21 @@ describe('order pipeline', () => {
       paymentTimeoutSeconds: 60,
       failureReason: null,
     };
-    assert.match(insertOrdersSql([row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL\)$/);
-    assert.throws(() => insertOrdersSql([{ ...row, id: '1 or 1=1' }], 0), TypeError);
-    assert.throws(() => insertOrdersSql([{ ...row, userId: '-3' }], 0), TypeError);
-    assert.throws(() => insertOrdersSql([{ ...row, quantity: 1.5 }], 0), TypeError);
-    assert.throws(() => insertOrdersSql([{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
-    assert.throws(() => addQuantitiesSql(2n, new Map([["3'", 1]])), TypeError);
+    for (const d of [MYSQL, POSTGRES]) {
+      assert.match(insertOrdersSql(d, [row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL\)$/);
+      assert.throws(() => insertOrdersSql(d, [{ ...row, id: '1 or 1=1' }], 0), TypeError);
+      assert.throws(() => insertOrdersSql(d, [{ ...row, userId: '-3' }], 0), TypeError);
+      assert.throws(() => insertOrdersSql(d, [{ ...row, quantity: 1.5 }], 0), TypeError);
+      assert.throws(() => insertOrdersSql(d, [{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
+      assert.throws(() => addQuantitiesSql(d, 2n, new Map([["3'", 1]])), TypeError);
+    }
     assert.throws(() => lockQuantitiesSql(2n, ['3', '4) or (1=1']), TypeError);
+  });
+
+  it("the bulk statements' text literals read back as written on this database", async () => {
+    const nasty = "it's a \\ back\\'slash'); drop table orders; -- \n\t\"end\"";
+    const { rows } = await sql.raw<{ v: string }>(`select ${text(dialectOf(t.c.db), nasty)} as v`).execute(t.c.db);
+    assert.equal(rows[0]!.v, nasty);
   });
 
   it('when a batch spans several vouchers, one of them unknown, then each voucher is decided on its own', async () => {

@@ -15,7 +15,16 @@ import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Set by scripts/test.sh for its second pass: the apps of the tests run on this Redis Cluster. */
 const REDIS_CLUSTER_NODES = process.env.TEST_REDIS_CLUSTER_NODES;
-export const MYSQL_SERVER = process.env.TEST_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
+/** The database server, without a database: MariaDB by default, PostgreSQL in scripts/test.sh's last pass. */
+export const DATABASE_SERVER = process.env.TEST_DATABASE_SERVER ?? 'mysql://root@127.0.0.1:3306';
+
+/** DATABASE_SERVER's port, and the same server reached on another port (a proxy in front of it). */
+export const DATABASE_PORT = Number(new URL(DATABASE_SERVER).port || (DATABASE_SERVER.startsWith('postgres') ? 5432 : 3306));
+export function databaseServerVia(port: number): string {
+  const u = new URL(DATABASE_SERVER);
+  u.port = String(port);
+  return u.toString().replace(/\/$/, '');
+}
 
 /** A unique, valid name for this test file's prefix and database. */
 export function uniqueName(label: string): string {
@@ -23,11 +32,11 @@ export function uniqueName(label: string): string {
 }
 
 /** The environment of a test configuration (its own database and prefix). */
-export function testEnv(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Record<string, string> {
+export function testEnv(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER): Record<string, string> {
   const name = uniqueName(label);
   return {
     REDIS_URL,
-    DATABASE_URL: `${mysqlServer}/${name}`,
+    DATABASE_URL: `${databaseServer}/${name}`,
     REDIS_PREFIX: name,
     JWT_SECRET: 'test-secret',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
@@ -37,8 +46,8 @@ export function testEnv(label: string, overrides: Record<string, string> = {}, m
   };
 }
 
-export function testConfig(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Config {
-  return loadConfig(testEnv(label, overrides, mysqlServer));
+export function testConfig(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER): Config {
+  return loadConfig(testEnv(label, overrides, databaseServer));
 }
 
 /** Deletes the keys matching `pattern`, on every master of a cluster (one key per DEL: no CROSSSLOT). */
@@ -74,7 +83,7 @@ export function testRedis(label: string, options: RedisOptions = {}): { redis: R
  */
 export function processData(label: string): { DATABASE_URL: string; REDIS_PREFIX: string } {
   const name = uniqueName(label);
-  const data = { DATABASE_URL: `${MYSQL_SERVER}/${name}`, REDIS_PREFIX: name };
+  const data = { DATABASE_URL: `${DATABASE_SERVER}/${name}`, REDIS_PREFIX: name };
   after(async () => {
     await dropDatabase(data.DATABASE_URL);
     const redis = new Redis(REDIS_URL);
@@ -117,10 +126,10 @@ function once(close: () => Promise<void>): () => Promise<void> {
  * closed what was started on its data first; a test may close it earlier. Start it at the top
  * level of a file (`const t = await startTestApp(…)`), in a describe body or in a test, not in a
  * before() hook: there the after hook would belong to that hook and run as soon as it ends.
- * `mysqlServer` lets a test reach the database through a proxy it can cut.
+ * `databaseServer` lets a test reach the database through a proxy it can cut.
  */
-export async function startTestApp(label: string, overrides: Record<string, string> = {}, mysqlServer = MYSQL_SERVER): Promise<TestApp> {
-  const env = testEnv(label, overrides, mysqlServer);
+export async function startTestApp(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER): Promise<TestApp> {
+  const env = testEnv(label, overrides, databaseServer);
   const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
   const app = await buildApp(c.appDeps);

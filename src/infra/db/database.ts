@@ -1,12 +1,16 @@
-import { CompiledQuery, Kysely, Migrator, MysqlDialect } from 'kysely';
-import { createPool, format, type SqlValue } from 'mysql2';
-import { createConnection as createPromiseConnection } from 'mysql2/promise';
+// The database from DATABASE_URL: mysql:// (or mariadb://) is MariaDB/MySQL, postgres:// (or
+// postgresql://) is PostgreSQL. Each connector (mysql.ts, postgres.ts) makes the pool and creates
+// or drops the database; what the SQL itself spells differently is in dialect.ts.
+import { Kysely, type LogConfig, Migrator } from 'kysely';
 import type { Database } from './types.js';
 import { migrations } from './migrations/index.js';
+import { mysqlConnector } from './mysql.js';
+import { postgresConnector } from './postgres.js';
 
 export type Db = Kysely<Database>;
 
-interface ParsedUrl {
+/** The parts of a DATABASE_URL a connector needs. */
+export interface DatabaseTarget {
   host: string;
   port: number;
   user: string;
@@ -14,71 +18,59 @@ interface ParsedUrl {
   database: string;
 }
 
-function parseDatabaseUrl(url: string): ParsedUrl {
+export interface Connector {
+  readonly defaultPort: number;
+  readonly defaultUser: string;
+  /** A kysely instance on a pool of `poolSize` connections, sessions in UTC. */
+  connect(target: DatabaseTarget, poolSize: number, log?: LogConfig): Db;
+  /** Creates the database when it does not exist (several processes may race to). */
+  ensureDatabase(target: DatabaseTarget): Promise<void>;
+  dropDatabase(target: DatabaseTarget): Promise<void>;
+}
+
+const CONNECTORS: Record<string, Connector> = {
+  'mysql:': mysqlConnector,
+  'mariadb:': mysqlConnector,
+  'postgres:': postgresConnector,
+  'postgresql:': postgresConnector,
+};
+
+/** The URL schemes DATABASE_URL accepts. */
+export const DATABASE_SCHEMES = Object.keys(CONNECTORS);
+
+function parseDatabaseUrl(url: string): { connector: Connector; target: DatabaseTarget } {
   const u = new URL(url);
+  const connector = CONNECTORS[u.protocol];
+  if (!connector) throw new Error(`DATABASE_URL must start with ${DATABASE_SCHEMES.map((s) => `${s}//`).join(', ')}; got ${u.protocol}//`);
   const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
-  if (!/^[A-Za-z0-9_]{1,64}$/.test(database)) throw new Error(`DATABASE_URL must name a database ([A-Za-z0-9_]), got "${database}"`);
+  if (!/^[A-Za-z0-9_]{1,63}$/.test(database)) throw new Error(`DATABASE_URL must name a database ([A-Za-z0-9_], at most 63), got "${database}"`);
   return {
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password),
-    database,
+    connector,
+    target: {
+      host: u.hostname,
+      port: Number(u.port || connector.defaultPort),
+      user: decodeURIComponent(u.username || connector.defaultUser),
+      password: decodeURIComponent(u.password),
+      database,
+    },
   };
 }
 
-const common = {
-  // 64-bit ids stay exact: BIGINT comes back as a decimal string.
-  supportBigNumbers: true,
-  bigNumberStrings: true,
-  timezone: 'Z',
-  dateStrings: false,
-} as const;
-
-export function createDb(url: string, poolSize = 10): Db {
-  const p = parseDatabaseUrl(url);
-  const pool = createPool({
-    ...common,
-    ...p,
-    connectionLimit: poolSize,
-    enableKeepAlive: true,
-    // mysql2's own formatting, except that a statement without parameters is sent as it is: the
-    // default scans it for placeholders anyway, which costs the order pipeline's ~60 kB bulk
-    // statements (pipeline/bulk-sql.ts) more than building them.
-    queryFormat: (sql: string, values?: SqlValue | SqlValue[]) =>
-      values === undefined || (Array.isArray(values) && values.length === 0) ? sql : format(sql, values, false, common.timezone),
-  });
-  return new Kysely<Database>({
-    dialect: new MysqlDialect({
-      pool,
-      // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
-      onCreateConnection: async (connection) => {
-        await connection.executeQuery(CompiledQuery.raw("SET time_zone = '+00:00'"));
-      },
-    }),
-  });
+export function createDb(url: string, poolSize = 10, log?: LogConfig): Db {
+  const { connector, target } = parseDatabaseUrl(url);
+  return connector.connect(target, poolSize, log);
 }
 
 /** Creates the database named in the URL when it does not exist. */
 export async function ensureDatabase(url: string): Promise<void> {
-  const { database, ...server } = parseDatabaseUrl(url);
-  const conn = await createPromiseConnection({ ...server });
-  try {
-    await conn.query(`CREATE DATABASE IF NOT EXISTS \`${database}\` CHARACTER SET utf8mb4`);
-  } finally {
-    await conn.end();
-  }
+  const { connector, target } = parseDatabaseUrl(url);
+  await connector.ensureDatabase(target);
 }
 
-/** Drops the database named in the URL (tests only). */
+/** Drops the database named in the URL (tests and benchmarks). */
 export async function dropDatabase(url: string): Promise<void> {
-  const { database, ...server } = parseDatabaseUrl(url);
-  const conn = await createPromiseConnection({ ...server });
-  try {
-    await conn.query(`DROP DATABASE IF EXISTS \`${database}\``);
-  } finally {
-    await conn.end();
-  }
+  const { connector, target } = parseDatabaseUrl(url);
+  await connector.dropDatabase(target);
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

@@ -1,6 +1,6 @@
 // SQL literals for the statements built by hand (pipeline/bulk-sql.ts, orders/outbox.ts): each
 // accepts only what it can write safely, so a statement made of them needs no parameters.
-import { escape } from 'mysql2';
+import type { SqlDialect } from './dialect.js';
 
 const UNSIGNED = /^[0-9]{1,20}$/;
 
@@ -11,5 +11,5 @@ export function int(value: string | number | bigint): string {
   return text;
 }
 
-/** A text literal escaped by the driver's own function, or NULL. */
-export const text = (value: string | null): string => (value === null ? 'NULL' : escape(value));
+/** A text literal escaped the dialect's way, or NULL. */
+export const text = (dialect: SqlDialect, value: string | null): string => (value === null ? 'NULL' : dialect.text(value));

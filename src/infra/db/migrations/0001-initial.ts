@@ -1,50 +1,53 @@
 import { type Kysely, sql } from 'kysely';
+import { dialectOf } from '../dialect.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
+  const t = dialectOf(db).schema;
   await db.schema
     .createTable('vouchers')
-    .addColumn('id', sql`bigint unsigned`, (c) => c.primaryKey())
+    .addColumn('id', t.u64, (c) => c.primaryKey())
     .addColumn('title', 'varchar(200)', (c) => c.notNull())
-    .addColumn('kind', sql`enum('seckill','limited','common')`, (c) => c.notNull())
+    .addColumn('kind', t.oneOf('kind', ['seckill','limited','common']), (c) => c.notNull())
     .addColumn('initial_stock', 'integer', (c) => c.notNull())
     .addColumn('stock', 'integer', (c) => c.notNull().check(sql`stock >= 0`))
-    .addColumn('begin_at', sql`datetime(3)`, (c) => c.notNull())
-    .addColumn('end_at', sql`datetime(3)`, (c) => c.notNull())
+    .addColumn('begin_at', t.time, (c) => c.notNull())
+    .addColumn('end_at', t.time, (c) => c.notNull())
     .addColumn('per_user_limit', 'integer', (c) => c.notNull())
     .addColumn('payment_timeout_seconds', 'integer', (c) => c.notNull())
     .addColumn('waitlist', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('claim_token', 'boolean', (c) => c.notNull().defaultTo(false))
-    .addColumn('created_at', sql`datetime(3)`, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
-    .modifyEnd(sql`engine=InnoDB`)
+    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .$call(t.table)
     .execute();
 
   await db.schema
     .createTable('orders')
-    .addColumn('id', sql`bigint unsigned`, (c) => c.primaryKey())
-    .addColumn('voucher_id', sql`bigint unsigned`, (c) => c.notNull())
-    .addColumn('user_id', sql`bigint unsigned`, (c) => c.notNull())
+    .addColumn('id', t.u64, (c) => c.primaryKey())
+    .addColumn('voucher_id', t.u64, (c) => c.notNull())
+    .addColumn('user_id', t.u64, (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull().check(sql`quantity > 0`))
-    .addColumn('status', sql`enum('pending_payment','paid','cancelled','expired','failed')`, (c) => c.notNull())
-    .addColumn('created_at', sql`datetime(3)`, (c) => c.notNull())
-    .addColumn('expires_at', sql`datetime(3)`)
-    .addColumn('paid_at', sql`datetime(3)`)
-    .addColumn('updated_at', sql`datetime(3)`, (c) =>
-      c.notNull().defaultTo(sql`current_timestamp(3) on update current_timestamp(3)`),
+    .addColumn('status', t.oneOf('status', ['pending_payment','paid','cancelled','expired','failed']), (c) => c.notNull())
+    .addColumn('created_at', t.time, (c) => c.notNull())
+    .addColumn('expires_at', t.time)
+    .addColumn('paid_at', t.time)
+    .addColumn('updated_at', t.time, (c) =>
+      c.notNull().defaultTo(t.touchedAtDefault),
     )
     .addColumn('failure_reason', 'varchar(255)')
-    .modifyEnd(sql`engine=InnoDB`)
+    .$call(t.table)
     .execute();
+  await t.touchOnUpdate(db, 'orders', 'updated_at');
   await db.schema.createIndex('orders_user_created').on('orders').columns(['user_id', 'created_at']).execute();
   await db.schema.createIndex('orders_voucher_status').on('orders').columns(['voucher_id', 'status']).execute();
   await db.schema.createIndex('orders_status_expires').on('orders').columns(['status', 'expires_at']).execute();
 
   await db.schema
     .createTable('user_quantities')
-    .addColumn('voucher_id', sql`bigint unsigned`, (c) => c.notNull())
-    .addColumn('user_id', sql`bigint unsigned`, (c) => c.notNull())
+    .addColumn('voucher_id', t.u64, (c) => c.notNull())
+    .addColumn('user_id', t.u64, (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull().check(sql`quantity >= 0`))
     .addPrimaryKeyConstraint('user_quantities_pk', ['voucher_id', 'user_id'])
-    .modifyEnd(sql`engine=InnoDB`)
+    .$call(t.table)
     .execute();
 }
 

@@ -1,17 +1,19 @@
 import { type Kysely, sql } from 'kysely';
+import { dialectOf } from '../dialect.js';
 
 // Order lifecycle: units released by an expiry or a cancellation wait in an outbox until Redis
 // has them back (the release commits in SQL first; Redis follows exactly once, even after a
 // crash in between). Synchronous (limited/common) claims keep their Idempotency-Key on the order.
 export async function up(db: Kysely<unknown>): Promise<void> {
+  const t = dialectOf(db).schema;
   await db.schema
     .createTable('release_outbox')
-    .addColumn('order_id', sql`bigint unsigned`, (c) => c.primaryKey())
-    .addColumn('voucher_id', sql`bigint unsigned`, (c) => c.notNull())
-    .addColumn('user_id', sql`bigint unsigned`, (c) => c.notNull())
+    .addColumn('order_id', t.u64, (c) => c.primaryKey())
+    .addColumn('voucher_id', t.u64, (c) => c.notNull())
+    .addColumn('user_id', t.u64, (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull())
-    .addColumn('created_at', sql`datetime(3)`, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
-    .modifyEnd(sql`engine=InnoDB`)
+    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .$call(t.table)
     .execute();
   await db.schema.createIndex('release_outbox_voucher').on('release_outbox').column('voucher_id').execute();
 

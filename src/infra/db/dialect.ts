@@ -1,0 +1,113 @@
+// What the SQL of the features needs that MariaDB/MySQL and PostgreSQL spell differently, as one
+// table per database (in the manner of kysely's dialect adapters). Features ask `dialectOf(db)`
+// for a fragment and never which database they talk to; the connection side lives in mysql.ts
+// and postgres.ts, error classification in errors.ts.
+import { escape } from 'mysql2';
+import { type ColumnDefinitionBuilder, type CreateTableBuilder, type Expression, type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
+
+/** Column types and table options of the migrations. */
+export interface SchemaTypes {
+  /** A 64-bit id or counter: BIGINT UNSIGNED on MySQL, BIGINT on PostgreSQL (ids are below 2^63, id-text.ts). */
+  readonly u64: RawBuilder<unknown>;
+  /** A 64-bit id the database assigns, increasing (the order events' ids). */
+  readonly serialId: RawBuilder<unknown>;
+  /** Marks the serial column (MySQL's AUTO_INCREMENT; PostgreSQL says it in the type). */
+  serial(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
+  /** A UTC instant with milliseconds. */
+  readonly time: RawBuilder<unknown>;
+  /** A column of one of `values` (MySQL ENUM; a checked VARCHAR on PostgreSQL). */
+  oneOf(column: string, values: readonly string[]): RawBuilder<unknown>;
+  /** Table options (InnoDB on MySQL). */
+  table<T extends string, C extends string>(builder: CreateTableBuilder<T, C>): CreateTableBuilder<T, C>;
+  /** Makes `table.column` follow every UPDATE of the row (MySQL says it in the column's default). */
+  readonly touchedAtDefault: RawBuilder<unknown>;
+  touchOnUpdate(db: Kysely<unknown>, table: string, column: string): Promise<void>;
+}
+
+export interface QuantityChange {
+  voucherId: string;
+  userId: string;
+  quantity: number;
+}
+
+export interface SqlDialect {
+  readonly name: 'mysql' | 'postgres';
+  /**
+   * The statement's clock. MySQL's NOW(3) is the time the statement began; PostgreSQL's now() is
+   * the transaction's, so it says statement_timestamp().
+   */
+  readonly now: RawBuilder<Date>;
+  /** The statement's clock plus `seconds` (negative: that long ago). */
+  nowPlusSeconds(seconds: number): RawBuilder<Date>;
+  /** Milliseconds from `from` to `to`, fractional (a numeric string or a number: read with Number()). */
+  msBetween(from: Expression<Date | null>, to: Expression<Date | null>): RawBuilder<number | string | null>;
+  /** A text literal for the statements built by hand (infra/db/literals.ts). */
+  text(value: string): string;
+  /** The clause after a multi-row INSERT INTO user_quantities that adds to a row already there. */
+  readonly addQuantityOnConflict: string;
+  /** One UPDATE taking each `quantity` off its (voucher, user) row of user_quantities. */
+  subtractQuantities(rows: readonly QuantityChange[]): RawBuilder<unknown>;
+  readonly schema: SchemaTypes;
+}
+
+export const MYSQL: SqlDialect = {
+  name: 'mysql',
+  now: sql<Date>`now(3)`,
+  nowPlusSeconds: (seconds) => sql<Date>`now(3) + interval ${seconds} second`,
+  msBetween: (from, to) => sql`timestampdiff(microsecond, ${from}, ${to}) / 1000`,
+  text: (value) => escape(value), // the driver's own function
+  addQuantityOnConflict: 'on duplicate key update quantity = quantity + values(quantity)',
+  subtractQuantities: (rows) => {
+    // Ids are cast: a BIGINT compared with a string would be compared as a double.
+    const changes = sql.join(
+      rows.map((r) => sql`select cast(${r.voucherId} as unsigned) as v, cast(${r.userId} as unsigned) as u, ${r.quantity} as q`),
+      sql` union all `,
+    );
+    return sql`update user_quantities uq join (${changes}) d on uq.voucher_id = d.v and uq.user_id = d.u set uq.quantity = uq.quantity - d.q`;
+  },
+  schema: {
+    u64: sql`bigint unsigned`,
+    serialId: sql`bigint unsigned`,
+    serial: (c) => c.autoIncrement(),
+    time: sql`datetime(3)`,
+    oneOf: (_column, values) => sql`enum(${sql.join(values.map((v) => sql.lit(v)))})`,
+    table: (b) => b.modifyEnd(sql`engine=InnoDB`),
+    touchedAtDefault: sql`current_timestamp(3) on update current_timestamp(3)`,
+    touchOnUpdate: async () => {},
+  },
+};
+
+export const POSTGRES: SqlDialect = {
+  name: 'postgres',
+  now: sql<Date>`statement_timestamp()`,
+  nowPlusSeconds: (seconds) => sql<Date>`statement_timestamp() + make_interval(secs => ${seconds})`,
+  msBetween: (from, to) => sql`extract(epoch from (${to} - ${from})) * 1000`,
+  // standard_conforming_strings (on since 9.1): only the quote is special. NUL cannot be stored.
+  text: (value) => {
+    if (value.includes('\0')) throw new TypeError('PostgreSQL text cannot hold NUL');
+    return `'${value.replaceAll("'", "''")}'`;
+  },
+  addQuantityOnConflict: 'on conflict (voucher_id, user_id) do update set quantity = user_quantities.quantity + excluded.quantity',
+  subtractQuantities: (rows) => {
+    const changes = sql.join(rows.map((r) => sql`(${r.voucherId}::bigint, ${r.userId}::bigint, ${r.quantity}::integer)`));
+    return sql`update user_quantities uq set quantity = uq.quantity - d.q from (values ${changes}) as d(v, u, q) where uq.voucher_id = d.v and uq.user_id = d.u`;
+  },
+  schema: {
+    u64: sql`bigint`,
+    serialId: sql`bigint generated always as identity`,
+    serial: (c) => c,
+    time: sql`timestamptz(3)`,
+    oneOf: (column, values) => sql`varchar(20) check (${sql.ref(column)} in (${sql.join(values.map((v) => sql.lit(v)))}))`,
+    table: (b) => b,
+    touchedAtDefault: sql`current_timestamp(3)`,
+    touchOnUpdate: async (db, table, column) => {
+      const fn = sql.id(`${table}_touch_${column}`);
+      await sql`create or replace function ${fn}() returns trigger language plpgsql as $$
+        begin new.${sql.id(column)} := statement_timestamp(); return new; end $$`.execute(db);
+      await sql`create trigger ${fn} before update on ${sql.table(table)} for each row execute function ${fn}()`.execute(db);
+    },
+  },
+};
+
+/** The table of the database `db` (or a transaction on it) talks to. */
+export const dialectOf = (db: Kysely<any>): SqlDialect => (db.getExecutor().adapter instanceof PostgresAdapter ? POSTGRES : MYSQL);
