@@ -9,12 +9,12 @@ import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
-import { addQuantitiesSql } from '../pipeline/bulk-sql.js';
 import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderEvents } from '../orders/events.js';
 import type { EventOutbox } from '../orders/outbox.js';
 import { kindOf } from '../vouchers/kinds.js';
+import { addHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
 import type { Claim, Claimed, Claimer } from './claim.js';
 import { withClaimLock } from './claim-lock.js';
@@ -102,7 +102,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: Event
     if (q > voucher.stock) throw soldOutError(false);
 
     await takeStock(trx, voucherId, q);
-    await sql.raw(addQuantitiesSql(dialect, claim.voucher.id, new Map([[userId, q]]))).execute(trx);
+    await addHeld(trx, voucherId, new Map([[userId, q]]));
     const orderId = ids.next().toString();
     await trx
       .insertInto('orders')

@@ -4,9 +4,10 @@
 // buyer's quantity, and seckill releases are written to the outbox: Redis gets them back after the
 // commit (outbox-relay.ts), exactly once even if this process dies in between.
 import type { Transaction } from 'kysely';
-import { dialectOf, type QuantityChange } from '../infra/db/dialect.js';
+import type { QuantityChange } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import { VOUCHER_KINDS } from '../vouchers/kinds.js';
+import { takeHeld } from '../vouchers/held-units.js';
 import { returnStock } from '../vouchers/stock.js';
 
 export type ReleaseStatus = 'expired' | 'cancelled';
@@ -54,8 +55,7 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
   }
 
   // One statement for every (voucher, user): the rows exist while their orders are active.
-  const { numAffectedRows } = await dialectOf(trx).subtractQuantities([...held.values()]).execute(trx);
-  if (Number(numAffectedRows) !== held.size) throw new Error('a released order had no per-user quantity row');
+  if ((await takeHeld(trx, [...held.values()])) !== held.size) throw new Error('a released order had no per-user quantity row');
 
   const gated = new Set(vouchers.filter((v) => VOUCHER_KINDS[v.kind].redisGated).map((v) => v.id));
   const outbox = orders.filter((o) => gated.has(o.voucher_id));

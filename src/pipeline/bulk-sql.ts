@@ -1,5 +1,5 @@
 // The text of the pipeline's bulk statements (per batch: one multi-row INSERT of orders; per
-// voucher in it: lock and upsert the buyers' quantity rows), built by hand: on 500-row statements
+// voucher in it: lock the buyers' quantity rows; their upsert is vouchers/held-units.ts), built by hand: on 500-row statements
 // kysely's compile step plus the driver's client-side interpolation of thousands of parameters cost
 // a fifth of the pipeline's CPU (measured on mysql2).
 // Safe because every value passes through a literal function (infra/db/literals.ts, datetime
@@ -54,11 +54,4 @@ export function insertOrdersSql(dialect: SqlDialect, rows: OrderRow[], nowMs: nu
 /** Locks the voucher's quantity rows of these users (rows that do not exist yet are not returned). */
 export function lockQuantitiesSql(voucherId: bigint, userIds: string[]): string {
   return `select user_id, quantity from user_quantities where voucher_id = ${int(voucherId)} and user_id in (${userIds.map(int).join(',')}) for update`;
-}
-
-/** Adds each user's quantity to what they hold of the voucher (a missing row counts as 0). */
-export function addQuantitiesSql(dialect: SqlDialect, voucherId: bigint, added: Map<string, number>): string {
-  const voucher = int(voucherId);
-  const values = [...added].map(([userId, quantity]) => `(${voucher},${int(userId)},${int(quantity)})`);
-  return `insert into user_quantities (voucher_id, user_id, quantity) values ${values.join(',')} ${dialect.addQuantityOnConflict}`;
 }

@@ -11,7 +11,8 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
-import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
+import { insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
+import { addHeld } from '../vouchers/held-units.js';
 import type { OrderEntry } from '../infra/redis/records.js';
 import type { EventOutbox, OutboxEvent } from '../orders/outbox.js';
 import { takeStock } from '../vouchers/stock.js';
@@ -94,7 +95,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
 
   await takeStock(trx, id, voucher.stock - stockLeft);
 
-  await sql.raw(addQuantitiesSql(dialectOf(trx), voucherId, added)).execute(trx);
+  await addHeld(trx, voucherId, added);
 
   for (const e of accepted) {
     out.set(e.orderId, STORED);

@@ -5,7 +5,8 @@ import { isMalformed, parseEntry, type OrderEntry } from '../../src/infra/redis/
 import { sql } from 'kysely';
 import { dialectOf, MYSQL, POSTGRES } from '../../src/infra/db/dialect.js';
 import { text } from '../../src/infra/db/literals.js';
-import { addQuantitiesSql, insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
+import { insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
+import { addHeldSql } from '../../src/vouchers/held-units.js';
 import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startSecondContainer, startTestApp } from '../support/helpers.js';
@@ -125,7 +126,7 @@ describe('order pipeline', () => {
       assert.throws(() => insertOrdersSql(d, [{ ...row, userId: '-3' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, quantity: 1.5 }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
-      assert.throws(() => addQuantitiesSql(d, 2n, new Map([["3'", 1]])), TypeError);
+      assert.throws(() => addHeldSql(d, 2n, new Map([["3'", 1]])), TypeError);
     }
     assert.throws(() => lockQuantitiesSql(2n, ['3', '4) or (1=1']), TypeError);
   });

@@ -16,7 +16,7 @@ export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Set by scripts/test.sh for its second pass: the apps of the tests run on this Redis Cluster. */
 const REDIS_CLUSTER_NODES = process.env.TEST_REDIS_CLUSTER_NODES;
 /** The database server, without a database: MariaDB by default, PostgreSQL in scripts/test.sh's last pass. */
-export const DATABASE_SERVER = process.env.TEST_DATABASE_SERVER ?? 'mysql://root@127.0.0.1:3306';
+export const DATABASE_SERVER = process.env.TEST_DATABASE_SERVER || 'mysql://root@127.0.0.1:3306';
 
 /** DATABASE_SERVER's port, and the same server reached on another port (a proxy in front of it). */
 export const DATABASE_PORT = Number(new URL(DATABASE_SERVER).port || (DATABASE_SERVER.startsWith('postgres') ? 5432 : 3306));
