@@ -11,7 +11,7 @@ mkdir -p .services
 already=$(ls .services/*.started 2>/dev/null || true)
 bash scripts/services.sh up
 started=()
-for svc in redis mariadb; do
+for svc in redis mariadb postgres rabbitmq; do
   if [[ -f .services/$svc.started && $already != *"$svc.started"* ]]; then started+=("$svc"); fi
 done
 if [[ ${#started[@]} -gt 0 ]]; then trap 'bash scripts/services.sh down ${started[*]}' EXIT; fi
