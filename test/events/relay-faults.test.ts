@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createAmqpPublisher } from '../../src/events/amqp-publisher.js';
 import { EventRelay } from '../../src/events/relay.js';
-import { burst, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
@@ -78,6 +78,36 @@ describe('order-event relay faults', () => {
       assert.ok(copies >= 30, `each event arrived at least twice (${copies} deliveries of 15 events)`);
     } finally {
       await survivor.close();
+    }
+  });
+
+  it('when the release relay rolls back after Redis promoted a waiting buyer, then that order\'s promoted and stored events still arrive, in that order', async () => {
+    const v = await createVoucher(t, { stock: 1, waitlist: true });
+    const [released] = await burst(t, v.id, [4_000]);
+    assert.ok(released);
+    assert.equal((await claim(t, v.id, 4_001)).json().waitlisted, true);
+    await waitForDrain(t.c, v.id);
+    // The relay's transaction fails after the restock script promoted the waiter in Redis (as a
+    // lost database connection would); its next run finds the release given back already.
+    const handOff = t.c.moves.handOff;
+    t.c.moves.handOff = async () => {
+      t.c.moves.handOff = handOff;
+      throw new Error('database connection lost');
+    };
+    assert.equal((await orderAction(t, 'cancel', released, 4_000)).statusCode, 200);
+    assert.equal(t.c.moves.handOff, handOff, 'the release relay failed once');
+    assert.equal(await t.c.relay.drain(), 1, 'the release is relayed again');
+    const promoted = await waitFor('the promoted order to be stored', async () => {
+      const row = await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).where('user_id', '=', '4001').executeTakeFirst();
+      return row?.id;
+    }, 10_000);
+
+    const relay = startRelay(AMQP_URL);
+    try {
+      await waitFor('four events', () => tap.deduped().filter((e) => e.voucherId === v.id).length === 4, 10_000);
+      await assertEventsDelivered(t.c.db, tap, v.id, new Set([promoted]));
+    } finally {
+      await relay.close();
     }
   });
 });
