@@ -205,6 +205,12 @@ export const settings = {
   ),
   eventsPollMs: setting('EVENTS_POLL_MS', '200', 'How often a worker looks for unsent order events (at once after its own writes).', int(10, 60_000)),
   eventsBatch: setting('EVENTS_BATCH', '2000', 'Most order events one relay publishes and deletes in one database transaction.', int(1, 10_000)),
+  eventsConfirmTimeoutMs: setting(
+    'EVENTS_CONFIRM_TIMEOUT_MS',
+    '',
+    'Longest wait for RabbitMQ to confirm one relay round before the connection is given up and the round sent again (default: 5 s plus 2 ms per event of EVENTS_BATCH, 9 s at 2000).',
+    intOrDerived(100, 600_000),
+  ),
   claimLockTtlMs: setting(
     'CLAIM_LOCK_TTL_MS',
     '5000',

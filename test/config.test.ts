@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, configTable, loadConfig, settings } from '../src/config.js';
+import { derivedConfirmTimeoutMs } from '../src/events/amqp-publisher.js';
 
 describe('configuration', () => {
   it('gives every setting a working default', () => {
@@ -31,6 +32,7 @@ describe('configuration', () => {
     ['EVENTS_AMQP_URL', 'http://127.0.0.1:5672'],
     ['EVENTS_EXCHANGE', 'has space'],
     ['EVENTS_POLL_MS', '0'],
+    ['EVENTS_CONFIRM_TIMEOUT_MS', '10'],
     ['CORS_ORIGINS', 'shop.example.com'],
     ['CORS_ORIGINS', 'https://shop.example.com/path'],
   ] as const) {
@@ -46,6 +48,13 @@ describe('configuration', () => {
     assert.equal(loadConfig({}).eventsAmqpUrl, '');
     assert.equal(loadConfig({}).eventsExchange, 'seckill.orders');
     assert.equal(loadConfig({ EVENTS_AMQP_URL: 'amqps://u:p@mq.example:5671/shop' }).eventsAmqpUrl, 'amqps://u:p@mq.example:5671/shop');
+  });
+
+  it('gives the broker longer to confirm a relay round when EVENTS_BATCH is larger, unless EVENTS_CONFIRM_TIMEOUT_MS says', () => {
+    assert.equal(loadConfig({}).eventsConfirmTimeoutMs, null);
+    assert.equal(derivedConfirmTimeoutMs(loadConfig({}).eventsBatch), 9_000);
+    assert.equal(derivedConfirmTimeoutMs(loadConfig({ EVENTS_BATCH: '10000' }).eventsBatch), 25_000);
+    assert.equal(loadConfig({ EVENTS_CONFIRM_TIMEOUT_MS: '60000' }).eventsConfirmTimeoutMs, 60_000);
   });
 
   it('documents every setting in the markdown table', () => {

@@ -3,7 +3,8 @@
 //   - its own durable queue, bound to the routing keys it needs (order.paid here), declared
 //     before the events it cares about are published (RabbitMQ drops what no queue is bound to);
 //   - manual acks, after the work is done (a crash before the ack redelivers the message);
-//   - dedupe by eventId (SET NX with a TTL in Redis), because the relay may send an event twice;
+//   - dedupe by eventId, because the relay may send an event twice: the points and the event id's
+//     mark are written together, in one Redis script (points.ts);
 //   - a dead-letter exchange for poison messages (unparsable, or failing every time): rejected
 //     without requeue, they wait in `<queue>.dead` for a person instead of looping forever.
 //
@@ -12,13 +13,12 @@
 // REDIS_URL (redis://127.0.0.1:6379), QUEUE (points.order-paid).
 import amqp, { type ConsumeMessage } from 'amqplib';
 import { Redis } from 'ioredis';
+import { createPoints } from './points.js';
 
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const EXCHANGE = process.env.EVENTS_EXCHANGE ?? 'seckill.orders';
 const QUEUE = process.env.QUEUE ?? 'points.order-paid';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-/** Longer than any redelivery takes: the relay re-sends within seconds, a broker outage within hours. */
-const DEDUPE_TTL_SECONDS = 7 * 24 * 3600;
 /** A message whose handling failed this often (redelivered by the broker) is poison. */
 const MAX_ATTEMPTS = 5;
 
@@ -42,14 +42,9 @@ function parse(msg: ConsumeMessage): OrderEvent {
   return body as OrderEvent;
 }
 
-/** The business effect; must itself tolerate a repeat after a crash between it and the dedupe mark. */
-async function grantPoints(redis: Redis, e: OrderEvent): Promise<void> {
-  await redis.hincrby('points:balance', e.userId, 10 * e.quantity);
-  console.log(`+${10 * e.quantity} points to user ${e.userId} for order ${e.orderId} (event ${e.eventId})`);
-}
-
 async function main() {
   const redis = new Redis(REDIS_URL);
+  const points = createPoints(redis);
   const connection = await amqp.connect(AMQP_URL);
   const channel = await connection.createChannel();
   const deadLetters = `${QUEUE}.dlx`;
@@ -73,16 +68,8 @@ async function main() {
       return;
     }
     try {
-      // The mark is taken first and given back when the work fails, so a repeat is skipped only
-      // once the first delivery's work is done.
-      const first = await redis.set(`points:seen:${event.eventId}`, '1', 'EX', DEDUPE_TTL_SECONDS, 'NX');
-      if (first === 'OK') {
-        try {
-          await grantPoints(redis, event);
-        } catch (err) {
-          await redis.del(`points:seen:${event.eventId}`);
-          throw err;
-        }
+      if (await points.grantOnce(event)) {
+        console.log(`+${10 * event.quantity} points to user ${event.userId} for order ${event.orderId} (event ${event.eventId})`);
       } else {
         console.log(`event ${event.eventId} already handled: skipped`);
       }

@@ -104,7 +104,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
     const outbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
-    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events, outbox });
+    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events });
     const releases = createReleases({
       db, relay, events, log, outbox,
       expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),

@@ -3,7 +3,7 @@
 // so close() stops the workers before the clients they use.
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
-import { createAmqpPublisher } from '../events/amqp-publisher.js';
+import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
 import { EventRelay, outboxBacklog } from '../events/relay.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
@@ -91,7 +91,8 @@ export function createWorkers(core: Core): Workers {
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
 
   const startRelay = once('order-event relay', async () => {
-    const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log });
+    const confirmTimeoutMs = config.eventsConfirmTimeoutMs ?? derivedConfirmTimeoutMs(config.eventsBatch);
+    const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log, confirmTimeoutMs });
     // Not connected yet: a broker that is down delays the events, never the worker's start.
     const eventRelay = EventRelay.start({
       db,

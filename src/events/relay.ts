@@ -1,9 +1,10 @@
-// Sends the order-event outbox to RabbitMQ. Each round, in ONE database transaction: claim the
-// oldest unsent rows (FOR UPDATE SKIP LOCKED, so any number of workers share the work), keep per
-// order only the events no other relay has an earlier one of, publish them in id order, wait for
-// the broker's confirms, delete them, commit. A relay that dies at any point leaves its rows
-// unsent (its transaction rolls back) and another round sends them again: at least once, never
-// lost, and per order in the order they happened. Consumers dedupe by eventId.
+// Sends the order-event outbox to RabbitMQ. Each round makes sure of the broker connection first
+// (no row is held while a broker is slow to answer or blocks publishing), then, in ONE database
+// transaction: claim the oldest unsent rows (FOR UPDATE SKIP LOCKED, so any number of workers
+// share the work), keep per order only the events no other relay has an earlier one of, publish
+// them in id order, wait for the broker's confirms, delete them, commit. A relay that dies at any
+// point leaves its rows unsent (its transaction rolls back) and another round sends them again: at
+// least once, never lost, and per order in the order they happened. Consumers dedupe by eventId.
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
@@ -97,6 +98,7 @@ export class EventRelay {
 
   private async round(): Promise<{ claimed: number; sent: number }> {
     const { db, publisher, batch, onPublished, afterConfirm } = this.deps;
+    await publisher.connect();
     const result = await db
       .transaction()
       .setIsolationLevel('read committed')

@@ -5,14 +5,13 @@
 // twice, and reconciliation can tell applied releases from pending ones. Rows are claimed with
 // SKIP LOCKED, so any worker can finish what a dead one left. Given-back units first go to the
 // voucher's waitlist (on a segmented voucher: the buyer's segment's, then the other segments').
+// A promoted order's `promoted` event is not written here but by the pipeline with its `stored`
+// one (its stream entry is marked): this transaction may roll back after Redis admitted it.
 import type { IdGenerator } from '../ids/worker-lease.js';
-import type { Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
-import type { Database } from '../infra/db/types.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import type { OrderEvents } from '../orders/events.js';
-import type { EventOutbox } from '../orders/outbox.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -31,8 +30,6 @@ export interface ReleaseRelayDeps {
   moves: SegmentMoves;
   keys: KeySpace;
   events: OrderEvents;
-  /** The order-event outbox: `promoted` events commit with the relay's transaction. */
-  outbox?: EventOutbox;
 }
 
 export interface ReleaseRelay {
@@ -49,18 +46,8 @@ interface OutboxRow {
 
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
 
-/**
- * Locks the rows of the vouchers with a waitlist (ascending, like the pipeline) until this
- * relay commits: a promoted order's `stored` event is written by the pipeline under the same
- * lock, so it can only follow the `promoted` event, never overtake it.
- */
-async function lockWaitlistVouchers(trx: Transaction<Database>, rows: OutboxRow[]) {
-  const ids = [...new Set(rows.map((r) => r.voucher_id))];
-  await trx.selectFrom('vouchers').select('id').where('id', 'in', ids).where('waitlist', '=', true).orderBy('id').forUpdate().execute();
-}
-
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, scripts, ids, directory, redisState, moves, keys, events, outbox } = deps;
+  const { db, scripts, ids, directory, redisState, moves, keys, events } = deps;
 
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.get(BigInt(row.voucher_id));
@@ -108,12 +95,9 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
           .skipLocked()
           .execute();
         if (rows.length === 0) return;
-        if (outbox?.enabled) await lockWaitlistVouchers(trx, rows);
         for (const list of await Promise.all(rows.map(giveBack))) promotions.push(...list);
-        await outbox?.write(trx, promotions.map(promotedEvent));
         await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
       });
-    if (promotions.length) outbox?.committed();
     await events.publish(promotions.map(promotedEvent));
     return rows.length;
   }

@@ -116,21 +116,24 @@ async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
   await sql.raw(insertOrdersSql(dialect, rows, now)).execute(trx);
 }
 
-const eventOf = (r: OrderRow): OutboxEvent => ({
-  type: r.status === 'failed' ? 'failed' : 'stored',
-  orderId: r.id,
-  voucherId: r.voucherId,
-  userId: r.userId,
-  quantity: r.quantity,
-  status: r.status,
-});
+/**
+ * The events of a row inserted now: `stored` or `failed`, after `promoted` for an order admitted
+ * from the waitlist. Written here, in the order's own insert, rather than by the release relay
+ * that promoted it: a relay that rolls back after Redis admitted the order cannot lose the event,
+ * and the two can never be committed out of order.
+ */
+function eventsOf(r: OrderRow, promoted: boolean): OutboxEvent[] {
+  const order = { orderId: r.id, voucherId: r.voucherId, userId: r.userId, quantity: r.quantity };
+  const outcome: OutboxEvent = { ...order, type: r.status === 'failed' ? 'failed' : 'stored', status: r.status };
+  return promoted ? [{ ...order, type: 'promoted', status: 'processing' }, outcome] : [outcome];
+}
 
 export interface StoreOptions {
   /** Store entries not stored yet as failed with this reason (poison). */
   failAll?: string;
   /** Look up which orders are stored already (redelivery); without it a stored one fails the insert. */
   checkStored?: boolean;
-  /** Where the batch's `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
+  /** Where the batch's `promoted` / `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
   outbox?: EventOutbox;
 }
 
@@ -166,7 +169,8 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
     }
     await insertOrders(trx, rows);
     // Only orders inserted now: a redelivered order's events were written when it was stored.
-    await outbox?.write(trx, rows.map(eventOf));
+    const promoted = new Set(fresh.filter((e) => e.promoted).map((e) => e.orderId));
+    await outbox?.write(trx, rows.flatMap((r) => eventsOf(r, promoted.has(r.id))));
   });
   outbox?.committed();
   return out;

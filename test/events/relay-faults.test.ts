@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { createAmqpPublisher } from '../../src/events/amqp-publisher.js';
 import { EventRelay } from '../../src/events/relay.js';
-import { burst, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
+import { AmqpProxy } from '../support/amqp-proxy.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 import { waitFor } from '../support/wait.js';
 
@@ -15,12 +16,34 @@ const tap = await tapEvents('relay_faults');
 const t = await startTestApp('relay_faults', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange });
 await t.c.startPipeline();
 
-const log = pino({ level: 'silent' });
+const silent = pino({ level: 'silent' });
 const broker = new URL(AMQP_URL);
 
-function startRelay(url: string, afterConfirm?: () => Promise<void>) {
-  const publisher = createAmqpPublisher({ url, exchange: tap.exchange, log });
-  return EventRelay.start({ db: t.c.db, publisher, log, pollMs: 50, batch: 100, afterConfirm });
+interface RelayOptions {
+  afterConfirm?: () => Promise<void>;
+  onFailed?: () => void;
+  log?: Logger;
+  confirmTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+function startRelay(url: string, { afterConfirm, onFailed, log = silent, confirmTimeoutMs = 10_000, connectTimeoutMs }: RelayOptions = {}) {
+  const publisher = createAmqpPublisher({ url, exchange: tap.exchange, log, confirmTimeoutMs, connectTimeoutMs });
+  return EventRelay.start({ db: t.c.db, publisher, log, pollMs: 50, batch: 100, afterConfirm, onFailed });
+}
+
+/** A logger that keeps what it writes. */
+function recordingLog() {
+  const lines: { level: number; msg: string }[] = [];
+  return { lines, log: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }) };
+}
+
+/** Through an AMQP-aware proxy (test/support/amqp-proxy.ts), stopped after the test. */
+async function brokerProxy(): Promise<{ proxy: AmqpProxy; url: string }> {
+  const proxy = new AmqpProxy(broker.hostname, Number(broker.port || 5672));
+  const url = new URL(AMQP_URL);
+  url.port = String(await proxy.start());
+  return { proxy, url: url.toString() };
 }
 
 const outboxRows = async (voucherId: string) => (await t.c.db.selectFrom('order_events').select('event_id').where('voucher_id', '=', voucherId).execute()).length;
@@ -66,7 +89,7 @@ describe('order-event relay faults', () => {
   it('when a relay dies after the broker confirmed but before its rows are deleted, then another sends them again and dedupe keeps each once', async () => {
     const v = await saleWithPayments(10, 3_000);
     // Dies at the worst moment, every round: its transaction is rolled back as a killed process's is.
-    const dying = startRelay(AMQP_URL, () => Promise.reject(new Error('killed between publish and delete')));
+    const dying = startRelay(AMQP_URL, { afterConfirm: () => Promise.reject(new Error('killed between publish and delete')) });
     await waitFor('every event published at least once', () => tap.deduped().filter((e) => e.voucherId === v.id).length === 15, 10_000);
     await dying.close();
     assert.equal(await outboxRows(v.id), 15, 'nothing was deleted');
@@ -78,6 +101,86 @@ describe('order-event relay faults', () => {
       assert.ok(copies >= 30, `each event arrived at least twice (${copies} deliveries of 15 events)`);
     } finally {
       await survivor.close();
+    }
+  });
+
+  it('when the release relay rolls back after Redis promoted a waiting buyer, then that order\'s promoted and stored events still arrive, in that order', async () => {
+    const v = await createVoucher(t, { stock: 1, waitlist: true });
+    const [released] = await burst(t, v.id, [4_000]);
+    assert.ok(released);
+    assert.equal((await claim(t, v.id, 4_001)).json().waitlisted, true);
+    await waitForDrain(t.c, v.id);
+    // The relay's transaction fails after the restock script promoted the waiter in Redis (as a
+    // lost database connection would); its next run finds the release given back already.
+    const handOff = t.c.moves.handOff;
+    t.c.moves.handOff = async () => {
+      t.c.moves.handOff = handOff;
+      throw new Error('database connection lost');
+    };
+    assert.equal((await orderAction(t, 'cancel', released, 4_000)).statusCode, 200);
+    assert.equal(t.c.moves.handOff, handOff, 'the release relay failed once');
+    assert.equal(await t.c.relay.drain(), 1, 'the release is relayed again');
+    const promoted = await waitFor('the promoted order to be stored', async () => {
+      const row = await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).where('user_id', '=', '4001').executeTakeFirst();
+      return row?.id;
+    }, 10_000);
+
+    const relay = startRelay(AMQP_URL);
+    try {
+      await waitFor('four events', () => tap.deduped().filter((e) => e.voucherId === v.id).length === 4, 10_000);
+      await assertEventsDelivered(t.c.db, tap, v.id, new Set([promoted]));
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it('when the broker never answers channel setup, then the relay gives up within its deadline and holds no outbox row meanwhile', async () => {
+    const { proxy, url } = await brokerProxy();
+    proxy.stallChannels = true;
+    let failures = 0;
+    const relay = startRelay(url, { connectTimeoutMs: 500, onFailed: () => failures++ });
+    try {
+      const v = await saleWithPayments(4, 5_000);
+      await waitFor('a round to fail on the deadline', () => failures > 0, 5_000);
+      // Another relay could take every row: none is locked by the one waiting for the broker.
+      const free = await t.c.db.transaction().execute((trx) =>
+        trx.selectFrom('order_events').select('event_id').where('voucher_id', '=', v.id).forUpdate().skipLocked().execute());
+      assert.equal(free.length, 6, 'no row held while connecting');
+      assert.ok(proxy.connections <= 1, `given-up connections are gone (${proxy.connections} open)`);
+
+      proxy.stallChannels = false;
+      await waitFor('the events to arrive', () => tap.deduped().filter((e) => e.voucherId === v.id).length === 6, 10_000);
+      await assertEventsDelivered(t.c.db, tap, v.id);
+    } finally {
+      await relay.close();
+      await proxy.stop();
+    }
+  });
+
+  it('when the broker blocks publishing (resource alarm), then the relay waits on the one blocked connection, says so, and sends everything once it is unblocked', async () => {
+    const { proxy, url } = await brokerProxy();
+    const { lines, log } = recordingLog();
+    // A short confirm deadline: a relay that gives the blocked connection up would open many.
+    const relay = startRelay(url, { log, confirmTimeoutMs: 300 });
+    try {
+      const before = await saleWithPayments(2, 6_000);
+      await waitFor('the first events', () => tap.deduped().filter((e) => e.voucherId === before.id).length === 3, 10_000);
+
+      proxy.setAlarm(true);
+      const during = await saleWithPayments(4, 6_100);
+      await new Promise((r) => setTimeout(r, 3_000));
+      assert.equal(proxy.connections, 1, 'no connection piles up while blocked');
+      assert.ok(lines.some((l) => l.level === 40 && /blocked publishing/.test(l.msg)), 'the block is logged as a warning');
+      assert.equal(await outboxRows(during.id), 6, 'the events wait in the outbox');
+
+      proxy.setAlarm(false);
+      await waitFor('the events of the alarm to arrive', () => tap.deduped().filter((e) => e.voucherId === during.id).length === 6, 10_000);
+      await assertEventsDelivered(t.c.db, tap, during.id);
+      assert.equal(proxy.connections, 1);
+      assert.ok(lines.some((l) => /unblocked/.test(l.msg)), 'the unblock is logged');
+    } finally {
+      await relay.close();
+      await proxy.stop();
     }
   });
 });

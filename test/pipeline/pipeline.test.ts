@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
-import { isMalformed, parseEntry, type OrderEntry } from '../../src/infra/redis/records.js';
+import { inflightOfEntry, inflightRecord, isMalformed, parseEntry, parseInflight, type OrderEntry } from '../../src/infra/redis/records.js';
 import { sql } from 'kysely';
 import { dialectOf, MYSQL, POSTGRES } from '../../src/infra/db/dialect.js';
 import { text } from '../../src/infra/db/literals.js';
@@ -258,10 +258,19 @@ describe('order pipeline', () => {
 
 describe('stream entries', () => {
   const shard = 3;
-  const expected = { shard, streamId: '5-1', orderId: '81', voucherId: 7n, userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), deliveries: 1 };
+  const expected = { shard, streamId: '5-1', orderId: '81', voucherId: 7n, userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), promoted: false, deliveries: 1 };
 
   it('reads the one-field form written by the admit script', () => {
     assert.deepEqual(parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123']], 1), expected);
+  });
+
+  it('reads the mark of a waitlist promotion, and its in-flight record keeps it for an entry rebuilt from it', () => {
+    const e = parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123|p']], 1) as OrderEntry;
+    assert.deepEqual(e, { ...expected, promoted: true });
+    const record = inflightRecord(inflightOfEntry(e));
+    assert.equal(record, '7|9|2|1700000000123|p|5-1');
+    assert.deepEqual(parseInflight('81', record, shard), inflightOfEntry(e));
+    assert.equal(parseInflight('81', '7|9|2|1700000000123|5-1', shard).promoted, false);
   });
 
   it('takes ids up to the largest signed 64-bit value, kept exact', () => {
@@ -277,6 +286,7 @@ describe('stream entries', () => {
     const bad: string[][] = [
       ['d', '81|7|9|2'],
       ['d', '81|7|9|2|1700000000123|extra'],
+      ['d', '81|7|9|2|1700000000123|p|p'],
       ['d', '81|7|9|0|1700000000123'],
       ['d', 'x|7|9|2|1700000000123'],
       ['d', '81|7|9|2|soon'],

@@ -1,11 +1,13 @@
 // The two record formats the Lua scripts write, parsed (and, where TypeScript writes one, built)
 // here and nowhere else:
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
-//   (orderId -> "voucherId|userId|quantity|createdMs|streamId"), by lib/admission.lua (admit-n.lua,
+//   (orderId -> "voucherId|userId|quantity|createdMs[|p]|streamId"), by lib/admission.lua (admit-n.lua,
 //   restock-7.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
-// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs", by
+// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
 //   lib/admission.lua and requeue-2.lua. Entries written before that format (five fields o v u q t)
 //   may still be in a stream after an upgrade and are read as well.
+// "p" marks a waitlist promotion: the pipeline writes its `promoted` event beside its `stored` one,
+// and the record keeps the mark so an entry rebuilt from it (requeue) does too.
 import { idText, parseId } from '../../id-text.js';
 
 export interface InflightOrder {
@@ -17,14 +19,22 @@ export interface InflightOrder {
   streamId: string;
   /** The shard whose hash holds the record (and whose stream the entry): the order's segment. */
   shard: number;
+  /** Admitted from the waitlist (restock-7.lua), not by a claim. */
+  promoted: boolean;
 }
+
+const PROMOTED = 'p';
 
 export function parseInflight(orderId: string, record: string, shard: number): InflightOrder {
-  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = record.split('|');
-  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId, shard };
+  const fields = record.split('|');
+  const promoted = fields.length === 6 && fields[4] === PROMOTED;
+  if (promoted) fields.splice(4, 1);
+  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = fields;
+  return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId, shard, promoted };
 }
 
-export const inflightRecord = (o: InflightOrder) => `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}`;
+export const inflightRecord = (o: InflightOrder) =>
+  `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}${o.promoted ? `|${PROMOTED}` : ''}|${o.streamId}`;
 
 /** One admitted order as its stream entry names it. */
 export interface OrderRef {
@@ -38,6 +48,8 @@ export interface OrderRef {
 
 export interface OrderEntry extends OrderRef {
   createdAt: Date;
+  /** Admitted from the waitlist: its `promoted` event is written when it is stored. */
+  promoted: boolean;
   /** Times the group has delivered this entry (1 on first read). */
   deliveries: number;
 }
@@ -52,7 +64,7 @@ export type RawEntry = [id: string, fields: string[]];
 
 const DIGITS = /^\d{1,16}$/;
 
-/** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined). */
+/** [orderId, voucherId, userId, quantity, createdMs, promoted mark?] of either format (missing ones undefined). */
 function entryValues(fields: string[]): (string | undefined)[] {
   if (fields.length === 2 && fields[0] === 'd') return fields[1]!.split('|');
   const f: Record<string, string> = {};
@@ -68,7 +80,8 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
   // Digits only: Number() would read "" as 0 and "0x10" as 16.
   const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
   const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
-  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
+  const promoted = values.length === 6 && values[5] === PROMOTED;
+  if ((values.length !== 5 && !promoted) || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
     return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {
@@ -79,6 +92,7 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
     userId,
     quantity,
     createdAt: new Date(createdMs),
+    promoted,
     deliveries,
   };
 }
@@ -89,5 +103,5 @@ export function isMalformed(e: OrderEntry | MalformedEntry): e is MalformedEntry
 
 /** The in-flight record an entry's order has (or should have). */
 export function inflightOfEntry(e: OrderEntry): InflightOrder {
-  return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId, shard: e.shard };
+  return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId, shard: e.shard, promoted: e.promoted };
 }

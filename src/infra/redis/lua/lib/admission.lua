@@ -14,22 +14,25 @@ local function sk_check(stock, v, held, quantity, now)
 end
 
 -- The order's part of its stream entry and of its in-flight record.
--- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs" (one field is much
+-- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs[|p]" (one field is much
 -- cheaper for the pipeline to read than five). In-flight record, keyed by orderId:
--- "voucherId|userId|quantity|createdMs|streamId" (requeue-2.lua rebuilds the entry from it).
-local function sk_order(voucherId, userId, quantity, now)
-  return voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
+-- "voucherId|userId|quantity|createdMs[|p]|streamId" (requeue-2.lua rebuilds the entry from it).
+-- "p" marks a waitlist promotion: the pipeline writes its `promoted` event with its `stored` one.
+local function sk_order(voucherId, userId, quantity, now, promoted)
+  local order = voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
+  if promoted then return order .. '|p' end
+  return order
 end
 
--- Takes the units, counts them for the buyer, records the in-flight order and appends it to the
--- shard's stream (the order pipeline stores it). admit-n.lua does the same for a whole batch, with
--- one write per key at the end.
+-- Admits a waitlist promotion (restock-7.lua): takes the units, counts them for the buyer, records
+-- the in-flight order and appends it to the shard's stream (the order pipeline stores it).
+-- admit-n.lua does the same for a whole batch of claims, with one write per key at the end.
 local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
   redis.call('HINCRBY', voucherKey, 'stock', -quantity)
   redis.call('HINCRBY', voucherKey, 'inflight', 1)
   redis.call('HINCRBY', buyersKey, userId, quantity)
   redis.call('EXPIREAT', buyersKey, expireAt)
-  local order = sk_order(voucherId, userId, quantity, now)
+  local order = sk_order(voucherId, userId, quantity, now, true)
   local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order)
   redis.call('HSET', inflightKey, orderId, order .. '|' .. streamId)
 end
