@@ -1,67 +1,97 @@
 // What the benchmark reads around the measurements: the servers' durability settings, the machine,
-// CPU time per process (on a 2-core box Node, MariaDB and Redis compete for the same cores), and
-// an optional per-query-kind breakdown of the pipeline's batches.
+// CPU time per process (on a 2-core box Node, the database and Redis compete for the same cores),
+// and an optional per-query-kind breakdown of the pipeline's batches. What differs between
+// MariaDB/MySQL and PostgreSQL here (settings, process names) is one entry of SERVERS per database.
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import type { RedisClient } from '../../src/infra/redis/redis-client.js';
-import { Kysely, MysqlDialect, sql, type LogEvent } from 'kysely';
-import { createPool } from 'mysql2';
-import type { Db } from '../../src/infra/db/database.js';
-import type { Database } from '../../src/infra/db/types.js';
+import { sql, type LogEvent } from 'kysely';
+import { createDb, type Db } from '../../src/infra/db/database.js';
+import { dialectOf, type SqlDialect } from '../../src/infra/db/dialect.js';
 import type { Scripts } from '../../src/infra/redis/scripts/index.js';
 import { machineBusyUs, processCpuUs } from '../../src/loadgen/machine.js';
 
-export interface Durability {
+/** The server's durability settings as read from it (names and values as the server spells them). */
+interface ServerDurability {
   version: string;
-  innodb_flush_log_at_trx_commit: number;
-  sync_binlog: number;
-  log_bin: number;
-  innodb_doublewrite: number;
-  innodb_flush_method: string;
-  innodb_buffer_pool_size: number;
-  /** Commit waits for the redo log to reach the disk (the server default, flush_log_at_trx_commit = 1). */
+  settings: Record<string, string>;
+  /** A commit returns only once its log record is on the disk. */
   commitFlushes: boolean;
-  /**
-   * Where each durability setting's value comes from (MariaDB's information_schema.SYSTEM_VARIABLES:
-   * COMPILE-TIME = the built-in default, CONFIG = a config file, SQL = SET GLOBAL); null elsewhere.
-   */
+  /** Where each setting's value comes from, as the server says it; null when it cannot say. */
   origins: Record<string, string> | null;
-  /** Every durability setting still has its built-in default value (null: cannot tell). */
+  /** Every setting still has its built-in default value (null: cannot tell). */
   allDefaults: boolean | null;
+}
+
+export interface Durability extends ServerDurability {
+  database: SqlDialect['name'];
   redis: { appendonly: string; appendfsync: string; save: string };
 }
 
+interface Server {
+  readDurability(db: Db): Promise<ServerDurability>;
+  /** /proc/<pid>/comm of the server's processes. */
+  readonly processNames: readonly string[];
+}
+
+const MYSQL_SETTINGS = ['innodb_flush_log_at_trx_commit', 'sync_binlog', 'log_bin', 'innodb_doublewrite', 'innodb_flush_method', 'innodb_buffer_pool_size'];
+const POSTGRES_SETTINGS = ['fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes', 'shared_buffers'];
+
+const SERVERS: Record<SqlDialect['name'], Server> = {
+  mysql: {
+    async readDurability(db) {
+      const { rows } = await sql<Record<string, string | number>>`select @@version as version,
+        ${sql.join(MYSQL_SETTINGS.map((name) => sql`${sql.raw(`@@${name}`)} as ${sql.id(name)}`))}`.execute(db);
+      const r = rows[0]!;
+      let origins: Record<string, string> | null = null;
+      let allDefaults: boolean | null = null;
+      try {
+        // MariaDB's origins: COMPILE-TIME = the built-in default, CONFIG = a config file, SQL = SET GLOBAL.
+        const vars = await sql<{ name: string; value: string | null; def: string | null; origin: string }>`select VARIABLE_NAME as name,
+          GLOBAL_VALUE as value, DEFAULT_VALUE as def, GLOBAL_VALUE_ORIGIN as origin from information_schema.SYSTEM_VARIABLES
+          where VARIABLE_NAME in (${sql.join(MYSQL_SETTINGS.map((n) => n.toUpperCase()))})`.execute(db);
+        origins = Object.fromEntries(vars.rows.map((v) => [v.name.toLowerCase(), v.origin]));
+        // log_bin has no DEFAULT_VALUE (it is a start-up option); it counts as default when never set.
+        allDefaults = vars.rows.every((v) => v.origin === 'COMPILE-TIME' || v.value === v.def);
+      } catch {
+        // Not MariaDB: the values are still printed.
+      }
+      const settings = Object.fromEntries(MYSQL_SETTINGS.map((name) => [name, String(r[name])]));
+      return { version: String(r.version), settings, commitFlushes: settings.innodb_flush_log_at_trx_commit === '1', origins, allDefaults };
+    },
+    processNames: ['mariadbd', 'mysqld'],
+  },
+  postgres: {
+    async readDurability(db) {
+      const { rows: v } = await sql<{ version: string }>`select version() as version`.execute(db);
+      // source: 'default', 'configuration file', 'command line', ...; boot_val: the built-in value.
+      const { rows } = await sql<{ name: string; value: string; source: string; builtIn: boolean }>`select name,
+        current_setting(name) as value, source, (source = 'default' or setting = boot_val) as "builtIn"
+        from pg_settings where name in (${sql.join(POSTGRES_SETTINGS)})`.execute(db);
+      const settings = Object.fromEntries(POSTGRES_SETTINGS.map((name) => [name, rows.find((r) => r.name === name)?.value ?? 'unknown']));
+      return {
+        // "PostgreSQL 15.14 (Debian 15.14-0+deb12u1) on x86_64-pc-linux-gnu, compiled by ...": the part before " on ".
+        version: v[0]!.version.replace(/ on .*$/s, ''),
+        settings,
+        // Every synchronous_commit level but off waits for the local WAL flush (the others add replicas).
+        commitFlushes: settings.fsync === 'on' && settings.synchronous_commit !== 'off',
+        origins: Object.fromEntries(rows.map((r) => [r.name, r.source])),
+        // As on MariaDB, a config file that sets the built-in value counts as default (Debian's sets shared_buffers).
+        allDefaults: rows.length === POSTGRES_SETTINGS.length && rows.every((r) => r.builtIn),
+      };
+    },
+    // A process per connection, all named after the postmaster.
+    processNames: ['postgres'],
+  },
+};
+
+const serverOf = (db: Db) => SERVERS[dialectOf(db).name];
+
 export async function readDurability(db: Db, redis: RedisClient): Promise<Durability> {
-  const { rows } = await sql<Record<string, string | number>>`select @@version as version,
-    @@innodb_flush_log_at_trx_commit as trx_commit, @@sync_binlog as sync_binlog, @@log_bin as log_bin,
-    @@innodb_doublewrite as doublewrite, @@innodb_flush_method as flush_method,
-    @@innodb_buffer_pool_size as pool`.execute(db);
-  const r = rows[0]!;
-  let origins: Record<string, string> | null = null;
-  let allDefaults: boolean | null = null;
-  try {
-    const vars = await sql<{ name: string; value: string | null; def: string | null; origin: string }>`select VARIABLE_NAME as name,
-      GLOBAL_VALUE as value, DEFAULT_VALUE as def, GLOBAL_VALUE_ORIGIN as origin from information_schema.SYSTEM_VARIABLES
-      where VARIABLE_NAME in ('INNODB_FLUSH_LOG_AT_TRX_COMMIT', 'SYNC_BINLOG', 'LOG_BIN', 'INNODB_DOUBLEWRITE', 'INNODB_FLUSH_METHOD')`.execute(db);
-    origins = Object.fromEntries(vars.rows.map((v) => [v.name.toLowerCase(), v.origin]));
-    // log_bin has no DEFAULT_VALUE (it is a start-up option); it counts as default when never set.
-    allDefaults = vars.rows.every((v) => v.origin === 'COMPILE-TIME' || v.value === v.def);
-  } catch {
-    // Not MariaDB: the values above are still printed.
-  }
   const conf = async (name: string) => String(((await redis.config('GET', name)) as string[])[1] ?? '');
-  const trxCommit = Number(r.trx_commit);
   return {
-    version: String(r.version),
-    innodb_flush_log_at_trx_commit: trxCommit,
-    sync_binlog: Number(r.sync_binlog),
-    log_bin: Number(r.log_bin),
-    innodb_doublewrite: Number(r.doublewrite),
-    innodb_flush_method: String(r.flush_method),
-    innodb_buffer_pool_size: Number(r.pool),
-    commitFlushes: trxCommit === 1,
-    origins,
-    allDefaults,
+    database: dialectOf(db).name,
+    ...(await serverOf(db).readDurability(db)),
     redis: { appendonly: await conf('appendonly'), appendfsync: await conf('appendfsync'), save: await conf('save') },
   };
 }
@@ -90,13 +120,13 @@ export async function readMachine(redis: RedisClient): Promise<Machine> {
 // ---------------------------------------------------------------------------------------------
 // CPU seconds per process, from /proc (Linux only; empty elsewhere).
 
-function findPids(comm: string): number[] {
+function findPids(names: readonly string[]): number[] {
   try {
     return readdirSync('/proc')
       .filter((d) => /^\d+$/.test(d))
       .filter((d) => {
         try {
-          return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm;
+          return names.includes(readFileSync(`/proc/${d}/comm`, 'utf8').trim());
         } catch {
           return false;
         }
@@ -107,34 +137,65 @@ function findPids(comm: string): number[] {
   }
 }
 
-const cpuSeconds = (pid: number) => processCpuUs(pid) / 1e6;
+const TICKS_PER_S = 100; // USER_HZ on Linux
+
+const cpuSecondsOwn = (pid: number) => processCpuUs(pid) / 1e6;
+
+/**
+ * CPU seconds of `pid` and of its children that have exited and been waited for (utime, stime,
+ * cutime, cstime). PostgreSQL's connections are processes that come and go: one that exits during
+ * a window leaves the sum of live processes but lands in its parent's (the postmaster's) children
+ * time, so the sum over a group's live processes stays monotonic.
+ */
+function cpuSecondsWithChildren(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of the processes named `names`, listed anew at each call (connections come and go). */
+const groupSeconds = (names: readonly string[]) => findPids(names).reduce((s, p) => s + cpuSecondsWithChildren(p), 0);
 
 /** `other`: busy CPU of every other process (interference from whatever else runs on the box). */
-export type CpuSample = Record<'bench' | 'mariadb' | 'redis' | 'other', number>;
+export type CpuSample = Record<'bench' | 'database' | 'redis' | 'other', number>;
 
 /** Busy CPU seconds of the whole machine. */
 const machineBusy = () => (machineBusyUs() ?? 0) / 1e6;
 
-/** CPU seconds since the call; `workers` (child pids) count as the bench's. */
-export function cpuMeter(workers: number[] = []): () => CpuSample {
-  const mariadb = [...findPids('mariadbd'), ...findPids('mysqld')];
-  const redis = findPids('redis-server');
+/**
+ * The same sample with the column's former name: bench/expiry/run.ts (outside this benchmark)
+ * reads `mariadb`. Not enumerable, so that reports (JSON) carry `database` only.
+ */
+type CpuSampleWithFormerName = CpuSample & { readonly mariadb: number };
+
+/**
+ * CPU seconds since the call of the bench, `db`'s server (without `db`: MariaDB/MySQL, the only
+ * database bench/expiry runs on) and Redis; `workers` (child pids) count as the bench's.
+ */
+export function cpuMeter(db?: Db, workers: number[] = []): () => CpuSampleWithFormerName {
+  const { processNames } = db ? serverOf(db) : SERVERS.mysql;
   const read = () => ({
-    bench: [process.pid, ...workers].reduce((s, p) => s + cpuSeconds(p), 0),
-    mariadb: mariadb.reduce((s, p) => s + cpuSeconds(p), 0),
-    redis: redis.reduce((s, p) => s + cpuSeconds(p), 0),
+    // Own time only: the worker processes are counted by pid (and not waited for yet).
+    bench: [process.pid, ...workers].reduce((s, p) => s + cpuSecondsOwn(p), 0),
+    database: groupSeconds(processNames),
+    redis: groupSeconds(['redis-server']),
     all: machineBusy(),
   });
   const start = read();
   return () => {
     const end = read();
     const d = (k: keyof typeof end) => end[k] - start[k];
-    return {
+    const sample: CpuSample = {
       bench: round2(d('bench')),
-      mariadb: round2(d('mariadb')),
+      database: round2(d('database')),
       redis: round2(d('redis')),
-      other: round2(Math.max(0, d('all') - d('bench') - d('mariadb') - d('redis'))),
+      other: round2(Math.max(0, d('all') - d('bench') - d('database') - d('redis'))),
     };
+    return Object.defineProperty(sample, 'mariadb', { value: sample.database, enumerable: false }) as CpuSampleWithFormerName;
   };
 }
 
@@ -144,15 +205,22 @@ const round2 = (n: number) => Math.round(n * 100) / 100;
 // Breakdown: lane time per query kind. The pipeline runs on a Kysely instance of our own whose
 // log hook times every statement, begin and commit included (they pass through executeQuery).
 
+// Kysely quotes identifiers (`orders` on MySQL, "orders" on PostgreSQL); the pipeline's hand-built
+// statements (src/pipeline/bulk-sql.ts) do not.
+const table = (name: string) => `[\`"]?${name}[\`"]?`;
 const KINDS: [RegExp, string][] = [
-  [/^begin/i, 'begin'],
+  // MySQL: SET TRANSACTION ISOLATION LEVEL …, then BEGIN; PostgreSQL: START TRANSACTION ISOLATION LEVEL ….
+  [/^(begin|start transaction|set transaction)/i, 'begin'],
   [/^commit/i, 'commit'],
-  [/^select .* from `orders`/is, 'select already stored'],
-  [/^select .* from `vouchers`.*for update/is, 'lock voucher row'],
-  [/^select .* from `user_quantities`.*for update/is, 'lock buyer rows'],
-  [/^update `vouchers`/i, 'update stock'],
-  [/^insert into `user_quantities`/i, 'upsert buyer quantities'],
-  [/^insert into `orders`/i, 'insert orders'],
+  // The batch's clock (store-orders.ts): now(3) on MySQL, statement_timestamp() on PostgreSQL.
+  [/^select \w+\(\d*\) as now$/i, 'read clock'],
+  [new RegExp(`^select .* from ${table('orders')}`, 'is'), 'select already stored'],
+  [new RegExp(`^select .* from ${table('vouchers')}.*for update`, 'is'), 'lock voucher row'],
+  [new RegExp(`^select .* from ${table('user_quantities')}.*for update`, 'is'), 'lock buyer rows'],
+  [new RegExp(`^update ${table('vouchers')}`, 'i'), 'update stock'],
+  [new RegExp(`^insert into ${table('user_quantities')}`, 'i'), 'upsert buyer quantities'],
+  [new RegExp(`^insert into ${table('orders')}`, 'i'), 'insert orders'],
+  [new RegExp(`^insert into ${table('order_events')}`, 'i'), 'insert order events'],
 ];
 
 export interface Breakdown {
@@ -163,7 +231,7 @@ export interface Breakdown {
   destroy(): Promise<void>;
 }
 
-/** Same pool options as src/infra/db/database.ts (not exported there). */
+/** The pipeline's database handle on a pool of its own whose log hook times every statement. */
 export function createBreakdown(databaseUrl: string, scripts: Scripts): Breakdown {
   const totals = new Map<string, { ms: number; count: number }>();
   const add = (kind: string, ms: number) => {
@@ -172,24 +240,11 @@ export function createBreakdown(databaseUrl: string, scripts: Scripts): Breakdow
     t.count += 1;
     totals.set(kind, t);
   };
-  const u = new URL(databaseUrl);
-  const pool = createPool({
-    host: u.hostname,
-    port: Number(u.port || 3306),
-    user: decodeURIComponent(u.username || 'root'),
-    password: decodeURIComponent(u.password),
-    database: u.pathname.slice(1),
-    supportBigNumbers: true,
-    bigNumberStrings: true,
-    timezone: 'Z',
-    dateStrings: false,
-    connectionLimit: 10,
-  });
   const log = (e: LogEvent) => {
     const kind = KINDS.find(([re]) => re.test(e.query.sql))?.[1] ?? 'other';
     add(e.level === 'error' ? `${kind} (error)` : kind, e.queryDurationMillis);
   };
-  const db = new Kysely<Database>({ dialect: new MysqlDialect({ pool }), log });
+  const db = createDb(databaseUrl, 10, log);
 
   // A lane settles a batch with one script call per shard.
   const timed: Scripts = {
@@ -262,6 +317,7 @@ const STAGES: [RegExp, RegExp, string][] = [
   [/bench\/drain\//, /./, 'benchmark (polling)'],
   [/node_modules\/ioredis\//, /./, 'ioredis (reply parsing, other)'],
   [/node_modules\/mysql2\//, /./, 'mysql2 (packets, other)'],
+  [/node_modules\/pg(-protocol)?\//, /./, 'pg (packets, other)'],
   [/node_modules\/kysely\//, /./, 'kysely (other)'],
 ];
 

@@ -3,10 +3,12 @@
 //   node --import tsx bench/drain/run.ts [--orders 200000] [--seed-orders 5000] [--seed-count 10]
 //        [--vouchers 16] [--shards 16] [--lanes 4] [--batch 500] [--raw-batch 500]
 //        [--cases raw,multi,timer,events,hot,seed] [--rounds 1] [--workers 0] [--breakdown] [--profile]
-//        [--json]
+//        [--database mysql|postgres] [--json]
 // Each case gets its own Redis prefix and empty tables in one throw-away database; all of them
 // are removed at the end. --rounds N repeats every case N times and reports medians: the box may
 // be shared, and the `other` CPU column shows how much else ran during each measurement.
+// The database server is BENCH_DATABASE_SERVER (mysql://… or postgres://…, no database name), or
+// --database for the local server of that kind.
 // See README.md in this directory for what the numbers mean.
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,6 +39,8 @@ const TARGET_EVENTS_OF_MULTI = 0.85;
 /** events: the relay keeps up when the outbox is empty this soon after the drain. */
 const TARGET_CATCH_UP_S = 2;
 const DEFAULT_CASES = 'raw,multi,timer,hot,seed';
+/** The local servers --database names (npm run services). */
+const LOCAL_SERVERS = { mysql: 'mysql://root@127.0.0.1:3306', postgres: 'postgres://postgres@127.0.0.1:5432' } as const;
 type Case = (typeof CASES)[number];
 
 interface Options {
@@ -59,7 +63,8 @@ interface Options {
   relayAfter: boolean;
   json: boolean;
   redisUrl: string;
-  mysqlServer: string;
+  /** The database server's URL without a database name. */
+  databaseServer: string;
   amqpUrl: string;
 }
 
@@ -88,6 +93,7 @@ function parseOptions(argv: string[]): Options {
       profile: { type: 'boolean', default: false },
       'events-batch': { type: 'string', default: settings.eventsBatch.default },
       'relay-after': { type: 'boolean', default: false },
+      database: { type: 'string' },
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -98,6 +104,7 @@ function parseOptions(argv: string[]): Options {
   const cases = v.cases.split(',').map((s) => s.trim());
   for (const c of cases) if (!(CASES as readonly string[]).includes(c)) throw new Error(`--cases: unknown case "${c}" (${CASES.join(', ')})`);
   return {
+    databaseServer: databaseServer(v.database),
     orders: whole('orders', v.orders, 1),
     seedOrders: whole('seed-orders', v['seed-orders'], 1),
     seedCount: whole('seed-count', v['seed-count'], 1),
@@ -115,9 +122,17 @@ function parseOptions(argv: string[]): Options {
     relayAfter: v['relay-after'],
     json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
     amqpUrl: process.env.BENCH_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
   };
+}
+
+/** --database, else BENCH_DATABASE_SERVER (BENCH_MYSQL_SERVER: its former name), else the local MariaDB. */
+function databaseServer(flag: string | undefined): string {
+  const env = process.env.BENCH_DATABASE_SERVER ?? process.env.BENCH_MYSQL_SERVER;
+  if (flag === undefined) return (env ?? LOCAL_SERVERS.mysql).replace(/\/+$/, '');
+  if (!Object.hasOwn(LOCAL_SERVERS, flag)) throw new Error(`--database must be ${Object.keys(LOCAL_SERVERS).join(' or ')}, got "${flag}"`);
+  if (env !== undefined) throw new Error('--database and BENCH_DATABASE_SERVER (or BENCH_MYSQL_SERVER) both given: use one');
+  return LOCAL_SERVERS[flag as keyof typeof LOCAL_SERVERS];
 }
 
 type CaseResult = Measured & Partial<Verification> & Partial<Omit<PipelineResult, keyof Measured>>;
@@ -129,7 +144,7 @@ interface Report {
   command: string;
   machine: Machine;
   durability: Durability;
-  config: Omit<Options, 'json' | 'redisUrl' | 'mysqlServer' | 'amqpUrl'>;
+  config: Omit<Options, 'json' | 'redisUrl' | 'databaseServer' | 'amqpUrl'>;
   rounds: Round[];
   /** Median over rounds of orders/s per case, and of each round's ratios. */
   median: { ordersPerSecond: Partial<Record<Row, number>>; ratios: Record<string, number> };
@@ -146,7 +161,7 @@ const r2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
-  const databaseUrl = `${o.mysqlServer}/bench_drain_${process.pid}`;
+  const databaseUrl = `${o.databaseServer}/bench_drain_${process.pid}`;
   // Pipeline warnings (deadlock retries) go to stderr: stdout carries the report (--json).
   const log = pino({ level: 'warn' }, process.stderr);
   const say = (line: string) => {
@@ -182,7 +197,7 @@ async function main(): Promise<void> {
       command: `node --import tsx bench/drain/run.ts ${process.argv.slice(2).join(' ')}`.trim(),
       machine: await readMachine(base.redis),
       durability: await readDurability(base.db, base.redis),
-      config: (({ json, redisUrl, mysqlServer, amqpUrl, ...rest }) => rest)(o),
+      config: (({ json, redisUrl, databaseServer, amqpUrl, ...rest }) => rest)(o),
       rounds: [],
       median: { ordersPerSecond: {}, ratios: {} },
       targets: { ofRaw: null, overOnePerTx: null, eventsOfMulti: null, relayKeepsUp: null },
@@ -291,8 +306,7 @@ async function deleteKeys(c: Container): Promise<void> {
 function render(r: Report): string {
   const d = r.durability;
   const lines = [
-    `database: ${d.version}; innodb_flush_log_at_trx_commit=${d.innodb_flush_log_at_trx_commit} sync_binlog=${d.sync_binlog} ` +
-      `log_bin=${d.log_bin} innodb_doublewrite=${d.innodb_doublewrite} innodb_flush_method=${d.innodb_flush_method} ` +
+    `database: ${d.version}; ${Object.entries(d.settings).map(([k, v]) => `${k}=${v}`).join(' ')} ` +
       `(commit flushes: ${d.commitFlushes ? 'yes' : 'NO'}; server defaults: ${d.allDefaults === null ? 'unknown' : d.allDefaults ? 'yes' : 'NO'})`,
     `redis: appendonly=${d.redis.appendonly} appendfsync=${d.redis.appendfsync} save="${d.redis.save}"`,
     `machine: ${r.machine.cpus} × ${r.machine.cpuModel}, ${r.machine.memGiB} GiB, node ${r.machine.node}, redis ${r.machine.redis}; ` +
@@ -312,7 +326,7 @@ function render(r: Report): string {
   };
   const pad = (s: string, n: number) => s.padEnd(n);
   const num = (s: string | number, n: number) => String(s).padStart(n);
-  lines.push(`${pad('case', 46)}${num('round', 6)}${num('orders', 8)}${num('seconds', 9)}${num('orders/s', 10)}  ${pad('cpu s bench/mariadb/redis/other', 33)}check`);
+  lines.push(`${pad('case', 46)}${num('round', 6)}${num('orders', 8)}${num('seconds', 9)}${num('orders/s', 10)}  ${pad('cpu s bench/database/redis/other', 33)}check`);
   for (const row of ROWS) {
     r.rounds.forEach((round, i) => {
       const m = round[row];
@@ -321,7 +335,7 @@ function render(r: Report): string {
         (m.ok === undefined ? '' : m.ok ? 'ok' : `FAILED: ${m.problems?.join('; ')}`) +
         (m.retries ? `, ${m.retries} batch retries (deadlocks)` : '') +
         (m.catchUpSeconds === undefined ? '' : `, outbox empty ${m.catchUpSeconds} s after the drain`);
-      const cpu = `${m.cpu.bench} / ${m.cpu.mariadb} / ${m.cpu.redis} / ${m.cpu.other}`;
+      const cpu = `${m.cpu.bench} / ${m.cpu.database} / ${m.cpu.redis} / ${m.cpu.other}`;
       lines.push(`${pad(labels[row], 46)}${num(i + 1, 6)}${num(m.orders, 8)}${num(m.seconds.toFixed(2), 9)}${num(m.ordersPerSecond, 10)}  ${pad(cpu, 33)}${check}`);
     });
     const med = r.median.ordersPerSecond[row];

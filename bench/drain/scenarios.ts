@@ -1,11 +1,14 @@
 // The three ways of storing orders that the benchmark compares, plus the backlog they drain.
 // Every scenario starts from empty orders/user_quantities tables (TRUNCATE), so none of them pays
-// for the rows of another.
+// for the rows of another. The SQL is the same on MariaDB/MySQL and PostgreSQL but for the
+// fragments of dialectOf(db).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import amqp from 'amqplib';
 import type { Container } from '../../src/container.js';
+import type { Db } from '../../src/infra/db/database.js';
+import { dialectOf } from '../../src/infra/db/dialect.js';
 import { outboxBacklog } from '../../src/events/relay.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
@@ -35,8 +38,8 @@ export async function resetTables(c: Container): Promise<void> {
   for (const table of ['orders', 'user_quantities', 'vouchers', 'order_events']) await sql`truncate table ${sql.table(table)}`.execute(c.db);
 }
 
-/** The row the pipeline inserts for an accepted order (store-orders.ts). */
-function orderRow(id: bigint, voucherId: bigint, userId: bigint, quantity: number, createdAt: Date) {
+/** The row the pipeline inserts for an accepted order (store-orders.ts), for `db`. */
+function orderRow(db: Db, id: bigint, voucherId: bigint, userId: bigint, quantity: number, createdAt: Date) {
   return {
     id: id.toString(),
     voucher_id: voucherId.toString(),
@@ -45,7 +48,7 @@ function orderRow(id: bigint, voucherId: bigint, userId: bigint, quantity: numbe
     status: 'pending_payment' as const,
     created_at: createdAt,
     failure_reason: null,
-    expires_at: sql<Date>`now(3) + interval ${PAYMENT_TIMEOUT_S} second`,
+    expires_at: dialectOf(db).nowPlusSeconds(PAYMENT_TIMEOUT_S),
   };
 }
 
@@ -198,7 +201,7 @@ export async function drainWithPipeline(c: Container, sale: Sale, opts: DrainOpt
   const stopProfile = opts.profileFile ? await startProfile() : null;
   const retries = async () => (await c.metrics.retries.get()).values[0]?.value ?? 0;
   const retriesBefore = await retries();
-  const cpu = cpuMeter(children.map((w) => w.pid!));
+  const cpu = cpuMeter(c.db, children.map((w) => w.pid!));
   const started = performance.now();
   if (children.length) {
     for (const w of children) w.send('go');
@@ -302,7 +305,7 @@ export async function drainOnePerTransaction(c: Container, sale: Sale, count: nu
   const voucherId = sale.vouchers[0]!;
   const shard = c.keys.shardOf(voucherId);
   const stream = c.keys.orders(shard);
-  const cpu = cpuMeter();
+  const cpu = cpuMeter(c.db);
   const started = performance.now();
   let done = 0;
   while (done < total) {
@@ -321,7 +324,7 @@ export async function drainOnePerTransaction(c: Container, sale: Sale, count: nu
           .where('stock', '>=', e.quantity)
           .executeTakeFirst();
         if (updated.numUpdatedRows !== 1n) throw new Error(`sold out in the database at order ${e.orderId}`);
-        await trx.insertInto('orders').values(orderRow(BigInt(e.orderId), e.voucherId, BigInt(e.userId), e.quantity, e.createdAt)).execute();
+        await trx.insertInto('orders').values(orderRow(trx, BigInt(e.orderId), e.voucherId, BigInt(e.userId), e.quantity, e.createdAt)).execute();
       });
       await c.redis.xack(stream, CONSUMER_GROUP, e.streamId);
       done += 1;
@@ -342,8 +345,8 @@ export async function drainOnePerTransaction(c: Container, sale: Sale, count: nu
 
 export async function rawInserts(c: Container, total: number, batch: number, connections: number): Promise<Measured> {
   const createdAt = new Date();
-  const rows = Array.from({ length: total }, (_, i) => orderRow(9_000_000_000n + BigInt(i), 42n, 1_000_000n + BigInt(i), 1, createdAt));
-  const cpu = cpuMeter();
+  const rows = Array.from({ length: total }, (_, i) => orderRow(c.db, 9_000_000_000n + BigInt(i), 42n, 1_000_000n + BigInt(i), 1, createdAt));
+  const cpu = cpuMeter(c.db);
   const started = performance.now();
   let next = 0;
   // Each worker takes the next chunk: `connections` transactions in flight at a time.
