@@ -265,12 +265,17 @@ describe('stream entries', () => {
   });
 
   it('reads the mark of a waitlist promotion, and its in-flight record keeps it for an entry rebuilt from it', () => {
-    const e = parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123|p']], 1) as OrderEntry;
+    const legacy = ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123'];
+    const e = parseEntry(shard, ['5-1', [...legacy, 'p', '1']], 1) as OrderEntry;
     assert.deepEqual(e, { ...expected, promoted: true });
     const record = inflightRecord(inflightOfEntry(e));
-    assert.equal(record, '7|9|2|1700000000123|p|5-1');
+    assert.equal(record, '7|9|2|1700000000123|5-1|p');
     assert.deepEqual(parseInflight('81', record, shard), inflightOfEntry(e));
     assert.equal(parseInflight('81', '7|9|2|1700000000123|5-1', shard).promoted, false);
+    // The release before reads the entry's five fields and the record's first five parts: the
+    // same order, unmarked, so a worker not upgraded yet stores a promotion like any order.
+    assert.deepEqual(parseEntry(shard, ['5-1', legacy], 1), expected);
+    assert.equal(record.split('|').slice(0, 5).join('|'), '7|9|2|1700000000123|5-1');
   });
 
   it('takes ids up to the largest signed 64-bit value, kept exact', () => {
@@ -286,7 +291,7 @@ describe('stream entries', () => {
     const bad: string[][] = [
       ['d', '81|7|9|2'],
       ['d', '81|7|9|2|1700000000123|extra'],
-      ['d', '81|7|9|2|1700000000123|p|p'],
+      ['d', '81|7|9|2|1700000000123|p'],
       ['d', '81|7|9|0|1700000000123'],
       ['d', 'x|7|9|2|1700000000123'],
       ['d', '81|7|9|2|soon'],

@@ -1,13 +1,15 @@
 // The two record formats the Lua scripts write, parsed (and, where TypeScript writes one, built)
 // here and nowhere else:
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
-//   (orderId -> "voucherId|userId|quantity|createdMs[|p]|streamId"), by lib/admission.lua (admit-n.lua,
+//   (orderId -> "voucherId|userId|quantity|createdMs|streamId[|p]"), by lib/admission.lua (admit-n.lua,
 //   restock-7.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
-// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
-//   lib/admission.lua and requeue-2.lua. Entries written before that format (five fields o v u q t)
-//   may still be in a stream after an upgrade and are read as well.
-// "p" marks a waitlist promotion: the pipeline writes its `promoted` event beside its `stored` one,
-// and the record keeps the mark so an entry rebuilt from it (requeue) does too.
+// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs", by
+//   lib/admission.lua and requeue-2.lua; or the five fields o v u q t of earlier versions, which a
+//   waitlist promotion still uses, with p = 1.
+// The promotion's marks ("|p" ending the record, p = 1 in the entry) let the pipeline write its
+// `promoted` event beside its `stored` one; the release before ignores them and reads an ordinary
+// order, so a rolling upgrade loses no promotion. The record keeps the mark so an entry rebuilt
+// from it (requeue) does too.
 import { idText, parseId } from '../../id-text.js';
 
 export interface InflightOrder {
@@ -26,15 +28,13 @@ export interface InflightOrder {
 const PROMOTED = 'p';
 
 export function parseInflight(orderId: string, record: string, shard: number): InflightOrder {
-  const fields = record.split('|');
-  const promoted = fields.length === 6 && fields[4] === PROMOTED;
-  if (promoted) fields.splice(4, 1);
-  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = ''] = fields;
+  const [voucherId = '', userId = '', quantity = '0', createdMs = '0', streamId = '', mark] = record.split('|');
+  const promoted = mark === PROMOTED;
   return { orderId, voucherId, userId, quantity: Number(quantity), createdAt: new Date(Number(createdMs)), streamId, shard, promoted };
 }
 
 export const inflightRecord = (o: InflightOrder) =>
-  `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}${o.promoted ? `|${PROMOTED}` : ''}|${o.streamId}`;
+  `${o.voucherId}|${o.userId}|${o.quantity}|${o.createdAt.getTime()}|${o.streamId}${o.promoted ? `|${PROMOTED}` : ''}`;
 
 /** One admitted order as its stream entry names it. */
 export interface OrderRef {
@@ -64,24 +64,23 @@ export type RawEntry = [id: string, fields: string[]];
 
 const DIGITS = /^\d{1,16}$/;
 
-/** [orderId, voucherId, userId, quantity, createdMs, promoted mark?] of either format (missing ones undefined). */
-function entryValues(fields: string[]): (string | undefined)[] {
-  if (fields.length === 2 && fields[0] === 'd') return fields[1]!.split('|');
+/** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined), and the promotion mark. */
+function entryValues(fields: string[]): { values: (string | undefined)[]; promoted: boolean } {
+  if (fields.length === 2 && fields[0] === 'd') return { values: fields[1]!.split('|'), promoted: false };
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  return [f.o, f.v, f.u, f.q, f.t];
+  return { values: [f.o, f.v, f.u, f.q, f.t], promoted: f.p === '1' };
 }
 
 export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
-  const values = entryValues(fields);
+  const { values, promoted } = entryValues(fields);
   const orderId = idText(values[0] ?? '');
   const voucherId = parseId(values[1] ?? '');
   const userId = idText(values[2] ?? '');
   // Digits only: Number() would read "" as 0 and "0x10" as 16.
   const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
   const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
-  const promoted = values.length === 6 && values[5] === PROMOTED;
-  if ((values.length !== 5 && !promoted) || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
+  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
     return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {

@@ -14,14 +14,19 @@ local function sk_check(stock, v, held, quantity, now)
 end
 
 -- The order's part of its stream entry and of its in-flight record.
--- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs[|p]" (one field is much
+-- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs" (one field is much
 -- cheaper for the pipeline to read than five). In-flight record, keyed by orderId:
--- "voucherId|userId|quantity|createdMs[|p]|streamId" (requeue-2.lua rebuilds the entry from it).
--- "p" marks a waitlist promotion: the pipeline writes its `promoted` event with its `stored` one.
-local function sk_order(voucherId, userId, quantity, now, promoted)
-  local order = voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
-  if promoted then return order .. '|p' end
-  return order
+-- "voucherId|userId|quantity|createdMs|streamId" (requeue-2.lua rebuilds the entry from it).
+local function sk_order(voucherId, userId, quantity, now)
+  return voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
+end
+
+-- A waitlist promotion is marked, so the pipeline writes its `promoted` event with its `stored`
+-- one: its entry has the five fields o v u q t and p = 1, its record ends in "|p". Workers of the
+-- release before read both as an ordinary order (they ignore the extra field and part), so a
+-- rolling upgrade stores every promotion (sk_promoted_entry is requeue-2.lua's too).
+local function sk_promoted_entry(streamKey, orderId, voucherId, userId, quantity, createdMs)
+  return redis.call('XADD', streamKey, '*', 'o', orderId, 'v', voucherId, 'u', userId, 'q', quantity, 't', createdMs, 'p', '1')
 end
 
 -- Admits a waitlist promotion (restock-7.lua): takes the units, counts them for the buyer, records
@@ -32,7 +37,6 @@ local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId
   redis.call('HINCRBY', voucherKey, 'inflight', 1)
   redis.call('HINCRBY', buyersKey, userId, quantity)
   redis.call('EXPIREAT', buyersKey, expireAt)
-  local order = sk_order(voucherId, userId, quantity, now, true)
-  local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order)
-  redis.call('HSET', inflightKey, orderId, order .. '|' .. streamId)
+  local streamId = sk_promoted_entry(streamKey, orderId, voucherId, userId, quantity, now)
+  redis.call('HSET', inflightKey, orderId, sk_order(voucherId, userId, quantity, now) .. '|' .. streamId .. '|p')
 end
