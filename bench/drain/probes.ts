@@ -166,18 +166,9 @@ export type CpuSample = Record<'bench' | 'database' | 'redis' | 'other', number>
 /** Busy CPU seconds of the whole machine. */
 const machineBusy = () => (machineBusyUs() ?? 0) / 1e6;
 
-/**
- * The same sample with the column's former name: bench/expiry/run.ts (outside this benchmark)
- * reads `mariadb`. Not enumerable, so that reports (JSON) carry `database` only.
- */
-type CpuSampleWithFormerName = CpuSample & { readonly mariadb: number };
-
-/**
- * CPU seconds since the call of the bench, `db`'s server (without `db`: MariaDB/MySQL, the only
- * database bench/expiry runs on) and Redis; `workers` (child pids) count as the bench's.
- */
-export function cpuMeter(db?: Db, workers: number[] = []): () => CpuSampleWithFormerName {
-  const { processNames } = db ? serverOf(db) : SERVERS.mysql;
+/** CPU seconds since the call of the bench, `db`'s server and Redis; `workers` (child pids) count as the bench's. */
+export function cpuMeter(db: Db, workers: number[] = []): () => CpuSample {
+  const { processNames } = serverOf(db);
   const read = () => ({
     // Own time only: the worker processes are counted by pid (and not waited for yet).
     bench: [process.pid, ...workers].reduce((s, p) => s + cpuSecondsOwn(p), 0),
@@ -189,13 +180,12 @@ export function cpuMeter(db?: Db, workers: number[] = []): () => CpuSampleWithFo
   return () => {
     const end = read();
     const d = (k: keyof typeof end) => end[k] - start[k];
-    const sample: CpuSample = {
+    return {
       bench: round2(d('bench')),
       database: round2(d('database')),
       redis: round2(d('redis')),
       other: round2(Math.max(0, d('all') - d('bench') - d('database') - d('redis'))),
     };
-    return Object.defineProperty(sample, 'mariadb', { value: sample.database, enumerable: false }) as CpuSampleWithFormerName;
   };
 }
 
