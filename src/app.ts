@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
+import { isDatabaseUnreachable } from './infra/db/errors.js';
 import type { Readiness } from './readiness.js';
 import type { App } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
@@ -22,7 +23,6 @@ import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 import { registerWebRoutes } from './web/routes.js';
-import { isDatabaseUnreachable } from './infra/db/errors.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 

@@ -35,13 +35,10 @@ const CONNECTORS: Record<string, Connector> = {
   'postgresql:': postgresConnector,
 };
 
-/** The URL schemes DATABASE_URL accepts. */
-export const DATABASE_SCHEMES = Object.keys(CONNECTORS);
-
 function parseDatabaseUrl(url: string): { connector: Connector; target: DatabaseTarget } {
   const u = new URL(url);
   const connector = CONNECTORS[u.protocol];
-  if (!connector) throw new Error(`DATABASE_URL must start with ${DATABASE_SCHEMES.map((s) => `${s}//`).join(', ')}; got ${u.protocol}//`);
+  if (!connector) throw new Error(`DATABASE_URL must start with ${Object.keys(CONNECTORS).map((s) => `${s}//`).join(', ')}; got ${u.protocol}//`);
   const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
   if (!/^[A-Za-z0-9_]{1,63}$/.test(database)) throw new Error(`DATABASE_URL must name a database ([A-Za-z0-9_], at most 63), got "${database}"`);
   return {

@@ -7,7 +7,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createTable('vouchers')
     .addColumn('id', t.u64, (c) => c.primaryKey())
     .addColumn('title', 'varchar(200)', (c) => c.notNull())
-    .addColumn('kind', t.oneOf('kind', ['seckill','limited','common']), (c) => c.notNull())
+    .addColumn('kind', t.oneOf('kind', ['seckill', 'limited', 'common']), (c) => c.notNull())
     .addColumn('initial_stock', 'integer', (c) => c.notNull())
     .addColumn('stock', 'integer', (c) => c.notNull().check(sql`stock >= 0`))
     .addColumn('begin_at', t.time, (c) => c.notNull())
@@ -26,13 +26,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('voucher_id', t.u64, (c) => c.notNull())
     .addColumn('user_id', t.u64, (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull().check(sql`quantity > 0`))
-    .addColumn('status', t.oneOf('status', ['pending_payment','paid','cancelled','expired','failed']), (c) => c.notNull())
+    .addColumn('status', t.oneOf('status', ['pending_payment', 'paid', 'cancelled', 'expired', 'failed']), (c) => c.notNull())
     .addColumn('created_at', t.time, (c) => c.notNull())
     .addColumn('expires_at', t.time)
     .addColumn('paid_at', t.time)
-    .addColumn('updated_at', t.time, (c) =>
-      c.notNull().defaultTo(t.touchedAtDefault),
-    )
+    .addColumn('updated_at', t.time, (c) => c.notNull().defaultTo(t.touchedAtDefault))
     .addColumn('failure_reason', 'varchar(255)')
     .$call(t.table)
     .execute();

@@ -14,7 +14,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('order_id', t.u64, (c) => c.notNull())
     .addColumn('voucher_id', t.u64, (c) => c.notNull())
     .addColumn('user_id', t.u64, (c) => c.notNull())
-    .addColumn('type', t.oneOf('type', ['stored','paid','expired','cancelled','failed','promoted']), (c) => c.notNull())
+    .addColumn('type', t.oneOf('type', ['stored', 'paid', 'expired', 'cancelled', 'failed', 'promoted']), (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull())
     .addColumn('status', 'varchar(20)', (c) => c.notNull())
     .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
