@@ -24,7 +24,8 @@ import type { ReconcileScripts, RedisState } from '../infra/redis/scripts/reconc
 
 const ATTEMPTS = 20;
 const PAUSE_MS = 10;
-const IN_CHUNK = 1000;
+/** Order ids per `IN (...)` list: statements stay far below PostgreSQL's 65,535 parameters. */
+export const IN_CHUNK = 1000;
 
 export interface Expected {
   stock: number;

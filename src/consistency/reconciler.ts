@@ -27,7 +27,7 @@ import { type InflightOrder, inflightOfEntry, isMalformed, parseEntry } from '..
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
-import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
+import { type CountDrift, countDrift, IN_CHUNK, type Observation, observeVoucher } from './observe.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
@@ -128,9 +128,11 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         candidates.push(inflightOfEntry(e));
       }
     }
-    const storedIds = candidates.length
-      ? new Set((await db.selectFrom('orders').select('id').where('id', 'in', candidates.map((c) => c.orderId)).execute()).map((r) => r.id))
-      : new Set<string>();
+    const storedIds = new Set<string>();
+    for (let i = 0; i < candidates.length; i += IN_CHUNK) {
+      const ids = candidates.slice(i, i + IN_CHUNK).map((c) => c.orderId);
+      for (const r of await db.selectFrom('orders').select('id').where('id', 'in', ids).execute()) storedIds.add(r.id);
+    }
     return { lostEntries, unsettled, orphanEntries: candidates.filter((c) => !storedIds.has(c.orderId)) };
   }
 

@@ -39,6 +39,11 @@ export interface ReleasesDeps {
   expiredLate?(seconds: number[]): void;
 }
 
+// A release binds up to 4 parameters per order in one statement (its outbox rows), and PostgreSQL
+// takes at most 65,535: larger sweeps (reconciliation's) run as several transactions. The payment
+// timer's EXPIRY_BATCH stays within it.
+const RELEASES_PER_TRANSACTION = 10_000;
+
 export function createReleases({ db, relay, events, log, outbox, expiredLate }: ReleasesDeps): Releases {
   const dialect = dialectOf(db);
   // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
@@ -60,22 +65,33 @@ export function createReleases({ db, relay, events, log, outbox, expiredLate }: 
     return orders;
   }
 
+  /** Expires up to `limit` due orders in one transaction; returns how many. */
+  async function expireSome(limit: number, orderId?: bigint, voucherId?: bigint): Promise<number> {
+    const expired = await release('expired', (trx) => {
+      let due = trx
+        .selectFrom('orders')
+        .select(COLUMNS)
+        // The lateness, read in the same row scan and clock as the deadline check.
+        .select(dialect.msBetween(sql.ref('expires_at'), dialect.now).as('late_ms'))
+        .where('status', '=', 'pending_payment')
+        .where('expires_at', '<=', dialect.now);
+      if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
+      if (voucherId !== undefined) due = due.where('voucher_id', '=', voucherId.toString());
+      return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
+    });
+    if (expired.length) expiredLate?.(expired.map((o) => Math.max(0, Number(o.late_ms)) / 1e3));
+    return expired.length;
+  }
+
   return {
     expireDue: async ({ limit, orderId, voucherId }) => {
-      const expired = await release('expired', (trx) => {
-        let due = trx
-          .selectFrom('orders')
-          .select(COLUMNS)
-          // The lateness, read in the same row scan and clock as the deadline check.
-          .select(dialect.msBetween(sql.ref('expires_at'), dialect.now).as('late_ms'))
-          .where('status', '=', 'pending_payment')
-          .where('expires_at', '<=', dialect.now);
-        if (orderId !== undefined) due = due.where('id', '=', orderId.toString());
-        if (voucherId !== undefined) due = due.where('voucher_id', '=', voucherId.toString());
-        return due.orderBy('expires_at').limit(limit).forUpdate().skipLocked().execute();
-      });
-      if (expired.length) expiredLate?.(expired.map((o) => Math.max(0, Number(o.late_ms)) / 1e3));
-      return expired.length;
+      let total = 0;
+      for (;;) {
+        const chunk = Math.min(limit - total, RELEASES_PER_TRANSACTION);
+        const expired = await expireSome(chunk, orderId, voucherId);
+        total += expired;
+        if (expired < chunk || total >= limit) return total;
+      }
     },
 
     cancel: async (orderId, userId) =>

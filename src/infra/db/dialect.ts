@@ -15,6 +15,8 @@ export interface SchemaTypes {
   serial(column: ColumnDefinitionBuilder): ColumnDefinitionBuilder;
   /** A UTC instant with milliseconds. */
   readonly time: RawBuilder<unknown>;
+  /** The default of a creation time: the statement's clock (as `now`), not the transaction's. */
+  readonly nowDefault: RawBuilder<unknown>;
   /** A column of one of `values` (MySQL ENUM; a checked VARCHAR on PostgreSQL). */
   oneOf(column: string, values: readonly string[]): RawBuilder<unknown>;
   /** Table options (InnoDB on MySQL). */
@@ -70,6 +72,7 @@ export const MYSQL: SqlDialect = {
     serialId: sql`bigint unsigned`,
     serial: (c) => c.autoIncrement(),
     time: sql`datetime(3)`,
+    nowDefault: sql`current_timestamp(3)`,
     oneOf: (_column, values) => sql`enum(${sql.join(values.map((v) => sql.lit(v)))})`,
     table: (b) => b.modifyEnd(sql`engine=InnoDB`),
     touchedAtDefault: sql`current_timestamp(3) on update current_timestamp(3)`,
@@ -97,9 +100,10 @@ export const POSTGRES: SqlDialect = {
     serialId: sql`bigint generated always as identity`,
     serial: (c) => c,
     time: sql`timestamptz(3)`,
+    nowDefault: sql`statement_timestamp()`,
     oneOf: (column, values) => sql`varchar(20) check (${sql.ref(column)} in (${sql.join(values.map((v) => sql.lit(v)))}))`,
     table: (b) => b,
-    touchedAtDefault: sql`current_timestamp(3)`,
+    touchedAtDefault: sql`statement_timestamp()`,
     touchOnUpdate: async (db, table, column) => {
       const fn = sql.id(`${table}_touch_${column}`);
       await sql`create or replace function ${fn}() returns trigger language plpgsql as $$

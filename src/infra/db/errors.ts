@@ -1,64 +1,72 @@
-// What a database error means, for both databases: MySQL/MariaDB name their errors (ER_*),
-// PostgreSQL gives a five-character SQLSTATE; the two sets never collide, so one table holds both.
+// What a database error means, for both databases: MariaDB/MySQL name their errors (mysql2's
+// `code`, ER_*), PostgreSQL gives a five-character SQLSTATE, Node a socket error (ECONNREFUSED,
+// ENOTFOUND, … with a `syscall`). One table per source; the names never collide.
 // Transient errors are worth retrying; anything else is a property of the data and will fail again
-// (the pipeline isolates those orders and, after a bounded number of deliveries, fails them).
+// (the pipeline isolates those orders and, after a bounded number of deliveries, fails them). So an
+// error of the environment (server gone, full, read-only after a failover, access or database
+// missing) is "unreachable": retried, never a reason to fail an order.
+type Kind = 'unreachable' | 'conflict' | 'unique';
 
-/** The server or the connection to it is gone, full, or shutting down. */
-const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_SEQUENCE_TIMEOUT',
-  'ER_CON_COUNT_ERROR',
-  'ER_SERVER_SHUTDOWN',
-  'ER_CONNECTION_KILLED',
-  '53300', // too_many_connections
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up)
-  '08000', // connection_exception, and its kinds:
-  '08001',
-  '08003',
-  '08004',
-  '08006',
-]);
+const MYSQL_ERRORS: Record<string, Kind> = {
+  PROTOCOL_CONNECTION_LOST: 'unreachable',
+  PROTOCOL_SEQUENCE_TIMEOUT: 'unreachable',
+  ER_CON_COUNT_ERROR: 'unreachable',
+  ER_SERVER_SHUTDOWN: 'unreachable',
+  ER_CONNECTION_KILLED: 'unreachable',
+  ER_OPTION_PREVENTS_STATEMENT: 'unreachable', // read_only: a replica, or a failover under way
+  ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION: 'unreachable',
+  ER_ACCESS_DENIED_ERROR: 'unreachable',
+  ER_BAD_DB_ERROR: 'unreachable',
+  ER_LOCK_DEADLOCK: 'conflict',
+  ER_LOCK_WAIT_TIMEOUT: 'conflict',
+  ER_QUERY_INTERRUPTED: 'conflict',
+  ER_DUP_ENTRY: 'unique',
+};
 
-/** A conflict with another transaction: retrying the same work succeeds. */
-const CONFLICT_CODES = new Set([
-  'ER_LOCK_DEADLOCK',
-  'ER_LOCK_WAIT_TIMEOUT',
-  'ER_QUERY_INTERRUPTED',
-  '40001', // serialization_failure
-  '40P01', // deadlock_detected
-  '55P03', // lock_not_available
-  '57014', // query_canceled (statement timeout)
-]);
+/** PostgreSQL: whole SQLSTATE classes (the first two characters), then single codes. */
+const SQLSTATE_CLASSES: Record<string, Kind> = {
+  '08': 'unreachable', // connection exception
+  '53': 'unreachable', // insufficient resources (too many connections, disk full, out of memory)
+  '57': 'unreachable', // operator intervention (shutdown, cannot connect now, query canceled)
+  '58': 'unreachable', // system error (I/O)
+};
+const SQLSTATES: Record<string, Kind> = {
+  '25006': 'unreachable', // read_only_sql_transaction: a standby, or a failover under way
+  '28000': 'unreachable', // invalid authorization
+  '28P01': 'unreachable', // invalid password
+  '3D000': 'unreachable', // the database does not exist
+  '40001': 'conflict', // serialization failure
+  '40003': 'conflict', // statement completion unknown
+  '40P01': 'conflict', // deadlock detected
+  '55P03': 'conflict', // lock not available
+  '23505': 'unique',
+};
 
-const UNIQUE_VIOLATION_CODES = new Set(['ER_DUP_ENTRY', '23505']);
-
-// Messages of drivers that lost the connection without a code (mysql2 pools, pg clients).
+// Drivers that lost the connection say so without a code (mysql2 pools, pg clients).
 const UNREACHABLE_MESSAGES =
   /Pool is closed|connect ETIMEDOUT|Connection lost|Can't add new command when connection is in closed state|Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed and is not queryable/i;
 
-type DbError = { code?: string; fatal?: boolean; message?: string };
+type DbError = { code?: string; syscall?: string; fatal?: boolean; message?: string };
 
-/** The database cannot be reached now (a 503 for a request; a retry for the pipeline). */
-export function isDatabaseUnreachable(err: unknown): boolean {
-  const e = err as DbError;
-  if (e?.code && UNREACHABLE_CODES.has(e.code)) return true;
-  if (e?.fatal) return true; // mysql2 marks connection-level failures fatal
-  return UNREACHABLE_MESSAGES.test(e?.message ?? '');
+function kindOf(err: unknown): Kind | null {
+  const e = err as DbError | undefined;
+  const code = e?.code ?? '';
+  const named = MYSQL_ERRORS[code] ?? SQLSTATES[code] ?? (/^[0-9A-Z]{5}$/.test(code) ? SQLSTATE_CLASSES[code.slice(0, 2)] : undefined);
+  if (named) return named;
+  // A socket or DNS error of Node's (ECONNREFUSED, ECONNRESET, ENOTFOUND, EAI_AGAIN, …), or one
+  // that mysql2 marks fatal (connection-level).
+  if (typeof e?.syscall === 'string' || e?.fatal) return 'unreachable';
+  return UNREACHABLE_MESSAGES.test(e?.message ?? '') ? 'unreachable' : null;
 }
+
+/** The database cannot be reached or used now (a 503 for a request; a retry for the pipeline). */
+export const isDatabaseUnreachable = (err: unknown): boolean => kindOf(err) === 'unreachable';
 
 /** The same statement (or unique key) was stored by someone else first. */
-export const isUniqueViolation = (err: unknown): boolean => UNIQUE_VIOLATION_CODES.has((err as DbError)?.code ?? '');
+export const isUniqueViolation = (err: unknown): boolean => kindOf(err) === 'unique';
 
-export function isTransientDbError(err: unknown): boolean {
-  const code = (err as DbError)?.code ?? '';
-  // A unique violation is transient for the pipeline: a racing consumer stored the same order
-  // first, and the retry sees it as stored.
-  return CONFLICT_CODES.has(code) || isUniqueViolation(err) || isDatabaseUnreachable(err);
-}
+/**
+ * Worth retrying. A unique violation is, for the pipeline: a racing consumer stored the same order
+ * first, and the retry sees it as stored.
+ */
+export const isTransientDbError = (err: unknown): boolean => kindOf(err) !== null;

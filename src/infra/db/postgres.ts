@@ -1,5 +1,7 @@
 // PostgreSQL through pg. BIGINT (int8) comes back as a decimal string, as on MySQL; TIMESTAMPTZ
-// as a Date. Sessions run in UTC so that the hand-built timestamps (pipeline/bulk-sql.ts) mean UTC.
+// as a Date. Sessions run in UTC, so that the hand-built timestamps (pipeline/bulk-sql.ts) mean
+// UTC, and with standard_conforming_strings, which the hand-built text literals rely on
+// (dialect.ts), whatever the server, database or role sets.
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Connector, DatabaseTarget } from './database.js';
@@ -14,7 +16,7 @@ const clientConfig = (target: DatabaseTarget, database: string): pg.ClientConfig
   database,
   connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   keepAlive: true,
-  options: '-c TimeZone=UTC',
+  options: '-c TimeZone=UTC -c standard_conforming_strings=on',
 });
 
 /** Runs `statement` connected to the server's maintenance database `postgres`. */

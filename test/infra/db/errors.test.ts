@@ -6,8 +6,9 @@ import net from 'node:net';
 import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
+import { dialectOf } from '../../../src/infra/db/dialect.js';
 import { isDatabaseUnreachable, isTransientDbError, isUniqueViolation } from '../../../src/infra/db/errors.js';
-import { createVoucher, databaseServerVia, startTestApp } from '../../support/helpers.js';
+import { createVoucher, DATABASE_SERVER, databaseServerVia, startTestApp } from '../../support/helpers.js';
 
 const t = await startTestApp('db_errors');
 const db = t.c.db;
@@ -57,6 +58,53 @@ describe('database errors, classified the same on either database', () => {
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     assert.equal(failed.length, 1, 'one transaction is chosen as the victim, the other commits');
     assert.ok(isTransientDbError(failed[0]!.reason), String(failed[0]!.reason));
+  });
+
+  it('when the host name does not resolve, then it is unreachable', async () => {
+    const server = new URL(DATABASE_SERVER);
+    server.hostname = 'no-such-host.invalid';
+    const nowhere = createDb(`${server.toString().replace(/\/$/, '')}/nowhere`, 1);
+    try {
+      const err = await rejection(sql`select 1`.execute(nowhere));
+      assert.ok(isDatabaseUnreachable(err), String(err));
+    } finally {
+      await nowhere.destroy();
+    }
+  });
+
+  // Per database: how a session ends another one, and makes its own transactions read-only (what
+  // a failover onto a replica or standby looks like to the statements).
+  const SESSION = {
+    mysql: { id: sql<{ id: string }>`select connection_id() as id`, kill: (id: string) => sql`kill ${sql.raw(String(Number(id)))}`, readOnly: sql`set session transaction read only` },
+    postgres: { id: sql<{ id: string }>`select pg_backend_pid() as id`, kill: (id: string) => sql`select pg_terminate_backend(${Number(id)})`, readOnly: sql`set default_transaction_read_only = on` },
+  }[dialectOf(db).name];
+
+  it('when the server ends the session in the middle of a transaction, then the statement is told to retry', async () => {
+    const one = createDb(t.c.config.databaseUrl, 1);
+    try {
+      const err = await rejection(
+        one.transaction().execute(async (trx) => {
+          const { rows } = await SESSION.id.execute(trx);
+          await SESSION.kill(rows[0]!.id).execute(db);
+          await trx.selectFrom('vouchers').select('id').execute();
+        }),
+      );
+      assert.ok(isDatabaseUnreachable(err), String(err));
+      assert.ok(isTransientDbError(err));
+    } finally {
+      await one.destroy();
+    }
+  });
+
+  it('when the database refuses writes (read-only), then a write waits for it rather than failing an order', async () => {
+    const one = createDb(t.c.config.databaseUrl, 1);
+    try {
+      await SESSION.readOnly.execute(one);
+      const err = await rejection(one.transaction().execute((trx) => trx.updateTable('vouchers').set({ stock: 1 }).execute()));
+      assert.ok(isDatabaseUnreachable(err), String(err));
+    } finally {
+      await one.destroy();
+    }
   });
 
   it('when nothing listens where the database should be, then it is unreachable (a 503, a retry)', async () => {

@@ -16,7 +16,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('payment_timeout_seconds', 'integer', (c) => c.notNull())
     .addColumn('waitlist', 'boolean', (c) => c.notNull().defaultTo(false))
     .addColumn('claim_token', 'boolean', (c) => c.notNull().defaultTo(false))
-    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(t.nowDefault))
     .$call(t.table)
     .execute();
 

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { dialectOf } from '../dialect.js';
 
 // Order lifecycle: units released by an expiry or a cancellation wait in an outbox until Redis
@@ -12,7 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('voucher_id', t.u64, (c) => c.notNull())
     .addColumn('user_id', t.u64, (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull())
-    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(t.nowDefault))
     .$call(t.table)
     .execute();
   await db.schema.createIndex('release_outbox_voucher').on('release_outbox').column('voucher_id').execute();

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { dialectOf } from '../dialect.js';
 
 // Every transaction that changes a voucher's stock also bumps its version, so reconciliation can

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { dialectOf } from '../dialect.js';
 
 // Order events waiting to be relayed to RabbitMQ (the transactional outbox): each row is written
@@ -17,7 +17,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('type', t.oneOf('type', ['stored', 'paid', 'expired', 'cancelled', 'failed', 'promoted']), (c) => c.notNull())
     .addColumn('quantity', 'integer', (c) => c.notNull())
     .addColumn('status', 'varchar(20)', (c) => c.notNull())
-    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(sql`current_timestamp(3)`))
+    .addColumn('created_at', t.time, (c) => c.notNull().defaultTo(t.nowDefault))
     .$call(t.table)
     .execute();
   // The relay checks, per order, whether an earlier event is still unsent.
