@@ -233,7 +233,7 @@ async function main(): Promise<void> {
           // timer: the same drain with the payment timer polling beside it (EXPIRY_POLL_MS).
           const result = await drainWithPipeline(c, sale, { workers: o.workers, breakdown: o.breakdown, profileFile, timer: kind === 'timer' });
           if (events && o.relayAfter) await c.startEventRelay();
-          const caughtUp = events ? await relayCatchUp(c, sale) : null;
+          const caughtUp = events ? await relayCatchUp(c, sale, events.queued) : null;
           const verified = await verifySale(c, sale);
           if (caughtUp && !caughtUp.ok) verified.problems.push(caughtUp.problem!);
           verified.ok = verified.problems.length === 0;
