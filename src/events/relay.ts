@@ -118,7 +118,7 @@ export class EventRelay {
         if (sendable.length === 0) return { claimed: claimed.length, sent: 0 };
         await publisher.publishConfirmed(sendable.map(messageOf));
         await afterConfirm?.();
-        await trx.deleteFrom('order_events').where('event_id', 'in', sendable.map((r) => r.event_id)).execute();
+        await dialectOf(trx).limitDelete(trx.deleteFrom('order_events').where('event_id', 'in', sendable.map((r) => r.event_id)), sendable.length).execute();
         return { claimed: claimed.length, sent: sendable.length };
       });
     if (result.sent) onPublished?.(result.sent);

@@ -41,9 +41,14 @@ export const mysqlConnector: Connector = {
     return new Kysely<Database>({
       dialect: new MysqlDialect({
         pool,
-        // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
         onCreateConnection: async (connection) => {
+          // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
           await connection.executeQuery(CompiledQuery.raw("SET time_zone = '+00:00'"));
+          // MariaDB turns an IN list of 1,000 values or more into a join with a temporary table,
+          // which may scan the table: a locking read or a DELETE by such a list then locks (and
+          // waits for) rows outside it, and two workers locking their own rows wait for each other
+          // (test/infra/db/long-in-lists.test.ts). MySQL has no such conversion and no such variable.
+          await connection.executeQuery(CompiledQuery.raw('SET SESSION in_predicate_conversion_threshold = 0')).catch(() => undefined);
         },
       }),
       log,
