@@ -12,9 +12,9 @@ import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import { insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
-import { addHeld } from '../vouchers/held-units.js';
 import type { OrderEntry } from '../infra/redis/records.js';
 import type { EventOutbox, OutboxEvent } from '../orders/outbox.js';
+import { addHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
 

@@ -21,6 +21,8 @@ export interface SchemaTypes {
   oneOf(column: string, values: readonly string[]): RawBuilder<unknown>;
   /** Table options (InnoDB on MySQL). */
   table<T extends string, C extends string>(builder: CreateTableBuilder<T, C>): CreateTableBuilder<T, C>;
+  /** Drops an index (MySQL names its table; PostgreSQL's index names are the schema's own). */
+  dropIndex(db: Kysely<unknown>, index: string, table: string): Promise<void>;
   /** Makes `table.column` follow every UPDATE of the row (MySQL says it in the column's default). */
   readonly touchedAtDefault: RawBuilder<unknown>;
   touchOnUpdate(db: Kysely<unknown>, table: string, column: string): Promise<void>;
@@ -83,6 +85,7 @@ export const MYSQL: SqlDialect = {
     nowDefault: sql`current_timestamp(3)`,
     oneOf: (_column, values) => sql`enum(${sql.join(values.map((v) => sql.lit(v)))})`,
     table: (b) => b.modifyEnd(sql`engine=InnoDB`),
+    dropIndex: async (db, index, table) => void (await db.schema.dropIndex(index).on(table).execute()),
     touchedAtDefault: sql`current_timestamp(3) on update current_timestamp(3)`,
     touchOnUpdate: async () => {},
   },
@@ -112,6 +115,7 @@ export const POSTGRES: SqlDialect = {
     nowDefault: sql`statement_timestamp()`,
     oneOf: (column, values) => sql`varchar(20) check (${sql.ref(column)} in (${sql.join(values.map((v) => sql.lit(v)))}))`,
     table: (b) => b,
+    dropIndex: async (db, index) => void (await db.schema.dropIndex(index).execute()),
     touchedAtDefault: sql`statement_timestamp()`,
     touchOnUpdate: async (db, table, column) => {
       const fn = sql.id(`${table}_touch_${column}`);

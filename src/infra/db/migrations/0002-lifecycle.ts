@@ -28,7 +28,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await db.schema.dropIndex('orders_idempotency').on('orders').execute();
+  await dialectOf(db).schema.dropIndex(db, 'orders_idempotency', 'orders');
   await db.schema.alterTable('orders').dropColumn('idempotency_key').execute();
   await db.schema.dropTable('release_outbox').execute();
 }
