@@ -75,7 +75,7 @@ program
 
 program
   .command('demo')
-  .description('run a real flash sale on this machine and check the result against Redis and MariaDB')
+  .description('run a real flash sale on this machine and check the result against Redis and the database')
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')

@@ -7,6 +7,7 @@
 import { buildApp } from '../app.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
+import { dialectOf } from '../infra/db/dialect.js';
 import { runBench } from '../loadgen/bench.js';
 import { mintCredentials } from '../loadgen/credentials.js';
 import { Deployment } from '../loadgen/deployment.js';
@@ -26,6 +27,7 @@ export interface DemoOptions {
 }
 
 const CONNECTIONS = 256;
+const DATABASE_NAMES = { mysql: 'MariaDB', postgres: 'PostgreSQL' } as const;
 const FIRST_BUYER = 1_000_001n;
 
 /** The demo keeps its own database and key prefix so it never touches real data. */
@@ -94,7 +96,8 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
       progress: process.stderr,
     });
     console.log(`\n${runText(run)}\n`);
-    console.log(run.verdict.ok ? 'PASS: no oversell, nothing lost, no duplicates, in Redis and in MariaDB.\n' : 'FAIL: see the checks above.\n');
+    const database = DATABASE_NAMES[dialectOf(container.db).name];
+    console.log(run.verdict.ok ? `PASS: no oversell, nothing lost, no duplicates, in Redis and in ${database}.\n` : 'FAIL: see the checks above.\n');
     process.exitCode = run.verdict.ok ? 0 : 1;
     if (options.keep) {
       console.log(`The service stays up at ${url} (Ctrl-C to stop).\n${demoLinks(url, voucher.id)}\n`);
