@@ -137,25 +137,14 @@ function findPids(names: readonly string[]): number[] {
   }
 }
 
-const TICKS_PER_S = 100; // USER_HZ on Linux
-
 const cpuSecondsOwn = (pid: number) => processCpuUs(pid) / 1e6;
 
 /**
- * CPU seconds of `pid` and of its children that have exited and been waited for (utime, stime,
- * cutime, cstime). PostgreSQL's connections are processes that come and go: one that exits during
- * a window leaves the sum of live processes but lands in its parent's (the postmaster's) children
- * time, so the sum over a group's live processes stays monotonic.
+ * CPU seconds of `pid` with its exited children's: PostgreSQL's connections are processes that
+ * come and go, and one that exits during a window leaves the sum of live processes but lands in
+ * its parent's (the postmaster's) children time, so the sum over a group stays monotonic.
  */
-function cpuSecondsWithChildren(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICKS_PER_S;
-  } catch {
-    return 0;
-  }
-}
+const cpuSecondsWithChildren = (pid: number) => processCpuUs(pid, { withExitedChildren: true }) / 1e6;
 
 /** CPU seconds of the processes named `names`, listed anew at each call (connections come and go). */
 const groupSeconds = (names: readonly string[]) => findPids(names).reduce((s, p) => s + cpuSecondsWithChildren(p), 0);

@@ -42,14 +42,15 @@ export interface OrderActionDeps {
 export function payOrderUseCase({ db, getOrder, releases, events, outbox }: OrderActionDeps) {
   // One conditional update decides a payment racing its deadline: it only changes an unexpired
   // pending order, in database time, on the row the expiry must lock too.
+  const { now } = dialectOf(db);
   const markPaid = (q: Db, caller: Principal, orderId: bigint) =>
     q
       .updateTable('orders')
-      .set({ status: 'paid', paid_at: dialectOf(q).now })
+      .set({ status: 'paid', paid_at: now })
       .where('id', '=', orderId.toString())
       .where('user_id', '=', caller.userId.toString())
       .where('status', '=', 'pending_payment')
-      .where('expires_at', '>', dialectOf(q).now)
+      .where('expires_at', '>', now)
       .executeTakeFirst()
       .then((r) => r.numUpdatedRows === 1n);
 

@@ -44,13 +44,18 @@ export function machineBusyUs(): number | null {
   }
 }
 
-/** CPU time (user + system, µs) of process `pid` so far (/proc/<pid>/stat); 0 where there is none. */
-export function processCpuUs(pid: number): number {
+/**
+ * CPU time (user + system, µs) of process `pid` so far (/proc/<pid>/stat); 0 where there is none.
+ * `withExitedChildren`: plus that of its children that exited and were waited for.
+ */
+export function processCpuUs(pid: number, { withExitedChildren = false } = {}): number {
   try {
-    // Fields after the ")" of the command name: utime and stime are the 12th and 13th.
+    // Fields after the ")" of the command name: utime and stime are the 12th and 13th, the
+    // children's cutime and cstime the 14th and 15th.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * US_PER_TICK;
+    const children = withExitedChildren ? Number(fields[13]) + Number(fields[14]) : 0;
+    return (Number(fields[11]) + Number(fields[12]) + children) * US_PER_TICK;
   } catch {
     return 0;
   }
