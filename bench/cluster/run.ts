@@ -4,15 +4,17 @@
 //       with the per-buyer bucket off);
 //   (b) many vouchers on a 3-master cluster: each master's share of admit calls and Redis CPU;
 //   (c) one hot voucher at the same offered load with segments: 1 and segments: 3 (each master's
-//       Redis CPU per second), and the most it admits on the cluster against one server.
+//       Redis CPU per second), and the most it admits on the cluster against one server;
+//   (d) the same hot voucher when Redis is the limit: each master held to a few per cent of a core
+//       (a CPU quota of its own cgroup), segments: 1 against segments: 3, as fast as it goes.
 //   node --import tsx bench/cluster/run.ts [--seconds 6] [--rate 2000] [--concurrency 128]
-//        [--vouchers 24] [--shards 48] [--rounds 1] [--json]
+//        [--vouchers 24] [--shards 48] [--capped 5] [--capped-concurrency 512] [--rounds 1] [--json]
 // The driver is in the process of the app (Fastify's inject: no sockets), the same for every case,
 // so the Redis figures are the point; the throughput ratio compares like with like. Each case
 // has its own Redis prefix and database, removed at the end; the topologies are private
 // (scripts/redis-topology.sh on free ports) and stopped at the end.
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmdirSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +38,8 @@ const { values: flags } = parseArgs({
     concurrency: { type: 'string', default: '128' },
     vouchers: { type: 'string', default: '24' },
     shards: { type: 'string', default: '48' },
+    capped: { type: 'string', default: '5' },
+    'capped-concurrency': { type: 'string', default: '512' },
     rounds: { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
   },
@@ -46,6 +50,8 @@ const CONCURRENCY = Number(flags.concurrency);
 const VOUCHERS = Number(flags.vouchers);
 const SHARDS = Number(flags.shards);
 const ROUNDS = Number(flags.rounds);
+const CAPPED_PERCENT = Number(flags.capped);
+const CAPPED_CONCURRENCY = Number(flags['capped-concurrency']);
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
 // --- topologies --------------------------------------------------------------------------------
@@ -74,6 +80,46 @@ async function startTopology(kind: 'single' | 'cluster'): Promise<Topology> {
       await run('bash', [TOPOLOGY, kind, 'down', ...args.slice(2)]);
     },
   };
+}
+
+// --- (d): a master held to a share of a core --------------------------------------------------
+
+/** The cgroup CPU controller: v1's `cpu` hierarchy, or v2's (cpu.max); null when neither is writable. */
+function cpuCgroupRoot(): { dir: string; v2: boolean } | null {
+  for (const [dir, v2] of [['/sys/fs/cgroup/cpu', false], ['/sys/fs/cgroup', true], ['/sys/fs/cgroup/unified', true]] as const) {
+    if (existsSync(`${dir}/${v2 ? 'cgroup.subtree_control' : 'cpu.cfs_quota_us'}`)) return { dir, v2 };
+  }
+  return null;
+}
+
+/**
+ * Holds process `pid` to `percent` of one core (a quota per 20 ms period: short enough that a held
+ * Redis answers within a few ms), in a cgroup of its own; returns what lifts it.
+ */
+function capCpu(pid: number, percent: number): () => void {
+  const root = cpuCgroupRoot();
+  if (!root) throw new Error('no writable cgroup cpu controller (needs root): run with --capped 0');
+  const dir = `${root.dir}/seckill-bench-${pid}`;
+  mkdirSync(dir, { recursive: true });
+  const period = 20_000;
+  const quota = Math.max(1_000, Math.round((period * percent) / 100)); // the kernel's least quota is 1 ms
+  if (root.v2) {
+    if (!existsSync(`${dir}/cpu.max`)) throw new Error(`cgroup v2 without the cpu controller for ${root.dir}'s children: run with --capped 0`);
+    writeFileSync(`${dir}/cpu.max`, `${quota} ${period}`);
+  } else {
+    writeFileSync(`${dir}/cpu.cfs_period_us`, String(period));
+    writeFileSync(`${dir}/cpu.cfs_quota_us`, String(quota));
+  }
+  writeFileSync(`${dir}/cgroup.procs`, String(pid));
+  return () => {
+    // Back to the parent group, then the empty group can go.
+    writeFileSync(`${root.dir}/cgroup.procs`, String(pid));
+    rmdirSync(dir);
+  };
+}
+
+async function pidOf(node: Redis): Promise<number> {
+  return Number(/^process_id:(\d+)/m.exec(await node.info('server'))?.[1]);
 }
 
 /** What one master has done so far: CPU µs (user + system), script calls and their µs. */
@@ -215,8 +261,20 @@ async function oneRound() {
     const hot3 = await createVoucher(b, 3);
     const k3 = await measure(cluster, b, [hot3], { rate: RATE, concurrency: CONCURRENCY });
     const k3Max = await measure(cluster, b, [hot3], { concurrency: CONCURRENCY });
+    // (d) Redis the limit: every master held to CAPPED_PERCENT of a core; many buyers at a time.
+    let capped: { k1: Measured; k3: Measured } | undefined;
+    if (CAPPED_PERCENT > 0) {
+      const lifts = (await Promise.all(cluster.masters.map(pidOf))).map((pid) => capCpu(pid, CAPPED_PERCENT));
+      try {
+        const k1Capped = await measure(cluster, b, [await createVoucher(b, 1)], { concurrency: CAPPED_CONCURRENCY });
+        const k3Capped = await measure(cluster, b, [await createVoucher(b, 3)], { concurrency: CAPPED_CONCURRENCY });
+        capped = { k1: k1Capped, k3: k3Capped };
+      } finally {
+        for (const lift of lifts) lift();
+      }
+    }
     await b.close();
-    return { hotSingle, noBucket, spread, k1, k3, k3Max };
+    return { hotSingle, noBucket, spread, k1, k3, k3Max, capped };
   } finally {
     await cluster.stop();
     await single.stop();
@@ -235,6 +293,7 @@ const shares = (m: Measured, pick: (c: Counters) => number) => {
   return m.perMaster.map((c) => pick(c) / total);
 };
 const cpuPerSecond = (m: Measured) => m.perMaster.map((c) => c.cpuUs / 1e6 / m.seconds);
+const callsPerSecond = (m: Measured) => m.perMaster.map((c) => c.scriptCalls / m.seconds);
 
 const report = rounds.map((r) => ({
   a: {
@@ -246,12 +305,23 @@ const report = rounds.map((r) => ({
     offeredPerSecond: RATE,
     k1CpuPerSecond: cpuPerSecond(r.k1),
     k3CpuPerSecond: cpuPerSecond(r.k3),
+    k1CallsPerSecond: callsPerSecond(r.k1),
+    k3CallsPerSecond: callsPerSecond(r.k3),
     k1: perAdmission(r.k1),
     k3: perAdmission(r.k3),
     k1Admitted: r.k1.admitted / r.k1.seconds,
     k3Admitted: r.k3.admitted / r.k3.seconds,
     clusterK3Max: r.k3Max.admitted / r.k3Max.seconds,
     singleMax: r.hotSingle.admitted / r.hotSingle.seconds,
+  },
+  d: r.capped && {
+    percentOfCore: CAPPED_PERCENT,
+    k1Admitted: r.capped.k1.admitted / r.capped.k1.seconds,
+    k3Admitted: r.capped.k3.admitted / r.capped.k3.seconds,
+    k1CpuPerSecond: cpuPerSecond(r.capped.k1),
+    k3CpuPerSecond: cpuPerSecond(r.capped.k3),
+    k1: perAdmission(r.capped.k1),
+    k3: perAdmission(r.capped.k3),
   },
 }));
 
@@ -261,8 +331,15 @@ const lines = [
   `(a) one server, one voucher: Redis CPU per admission ${fixed(median(report.map((r) => r.a.defaults.cpuUs)))} µs (scripts ${fixed(median(report.map((r) => r.a.defaults.scriptUs)))} µs, ${fixed(median(report.map((r) => r.a.defaults.claimsPerCall)))} claims per admit call) at ${fixed(median(report.map((r) => r.a.defaults.admissionsPerSecond)), 0)}/s; bucket off: ${fixed(median(report.map((r) => r.a.bucketOff.cpuUs)))} µs (scripts ${fixed(median(report.map((r) => r.a.bucketOff.scriptUs)))} µs)`,
   `(b) ${VOUCHERS} vouchers on 3 masters: admit-call shares ${last.b.callShares.map((s) => `${fixed(s * 100)}%`).join(' / ')}, CPU shares ${last.b.cpuShares.map((s) => `${fixed(s * 100)}%`).join(' / ')} (last round)`,
   `(c) one hot voucher at ${RATE}/s offered: Redis CPU per master (cores) K=1 ${last.c.k1CpuPerSecond.map((x) => fixed(x, 3)).join(' / ')}, K=3 ${last.c.k3CpuPerSecond.map((x) => fixed(x, 3)).join(' / ')} (admitted ${fixed(last.c.k1Admitted, 0)}/s and ${fixed(last.c.k3Admitted, 0)}/s)`,
+  `    admit calls per second per master: K=1 ${last.c.k1CallsPerSecond.map((x) => fixed(x, 0)).join(' / ')}, K=3 ${last.c.k3CallsPerSecond.map((x) => fixed(x, 0)).join(' / ')} (last round)`,
   `    most admitted: cluster K=3 ${fixed(median(report.map((r) => r.c.clusterK3Max)), 0)}/s, one server K=1 ${fixed(median(report.map((r) => r.c.singleMax)), 0)}/s: ${fixed((100 * median(report.map((r) => r.c.clusterK3Max / r.c.singleMax))))}%`,
 ];
+if (last.d) {
+  const d = report.map((r) => r.d!);
+  lines.push(
+    `(d) every master held to ${CAPPED_PERCENT}% of a core, ${CAPPED_CONCURRENCY} claims at a time: K=1 ${fixed(median(d.map((x) => x.k1Admitted)), 0)}/s, K=3 ${fixed(median(d.map((x) => x.k3Admitted)), 0)}/s: ${fixed(median(d.map((x) => x.k3Admitted / x.k1Admitted)), 2)}× (claims per call ${fixed(last.d.k1.claimsPerCall)} and ${fixed(last.d.k3.claimsPerCall)}, last round)`,
+  );
+}
 for (const line of lines) say(line);
-if (flags.json) process.stdout.write(`${JSON.stringify({ options: { SECONDS, RATE, CONCURRENCY, VOUCHERS, SHARDS, ROUNDS }, rounds: report }, null, 2)}\n`);
+if (flags.json) process.stdout.write(`${JSON.stringify({ options: { SECONDS, RATE, CONCURRENCY, VOUCHERS, SHARDS, CAPPED_PERCENT, CAPPED_CONCURRENCY, ROUNDS }, rounds: report }, null, 2)}\n`);
 process.exit(0);
