@@ -93,8 +93,9 @@ function cpuCgroupRoot(): { dir: string; v2: boolean } | null {
 }
 
 /**
- * Holds process `pid` to `percent` of one core (a quota per 20 ms period: short enough that a held
- * Redis answers within a few ms), in a cgroup of its own; returns what lifts it.
+ * Holds process `pid` to `percent` of one core, in a cgroup of its own; returns what lifts it. The
+ * quota is per 20 ms, so a held Redis waits at most that long for its turn: far inside the
+ * command timeout.
  */
 function capCpu(pid: number, percent: number): () => void {
   const root = cpuCgroupRoot();
@@ -264,8 +265,9 @@ async function oneRound() {
     // (d) Redis the limit: every master held to CAPPED_PERCENT of a core; many buyers at a time.
     let capped: { k1: Measured; k3: Measured } | undefined;
     if (CAPPED_PERCENT > 0) {
-      const lifts = (await Promise.all(cluster.masters.map(pidOf))).map((pid) => capCpu(pid, CAPPED_PERCENT));
+      const lifts: (() => void)[] = [];
       try {
+        for (const pid of await Promise.all(cluster.masters.map(pidOf))) lifts.push(capCpu(pid, CAPPED_PERCENT));
         const k1Capped = await measure(cluster, b, [await createVoucher(b, 1)], { concurrency: CAPPED_CONCURRENCY });
         const k3Capped = await measure(cluster, b, [await createVoucher(b, 3)], { concurrency: CAPPED_CONCURRENCY });
         capped = { k1: k1Capped, k3: k3Capped };

@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { dedicatedConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { closeConnection, dedicatedConnection, dropConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
 import { type Cluster, Redis } from 'ioredis';
 import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/redis-client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
@@ -73,7 +73,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   };
   if (isCluster(redis)) return perMasterAdmissions(redis, keys, log, onClose, confirmed);
   const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
-  onClose('admissions connection', () => conn.quit().catch(() => conn.disconnect()));
+  onClose('admissions connection', () => closeConnection(conn));
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
   return confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany);
 }
@@ -98,14 +98,13 @@ function perMasterAdmissions(
       const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))];
       const conn = new Redis({ ...cluster.options.redisOptions, host, port, connectionName: 'seckill-admissions', enableAutoPipelining: false, enableOfflineQueue: false });
       logConnectionErrors(conn, log, `seckill-admissions ${node}`);
-      const close = () => conn.quit().catch(() => conn.disconnect());
-      onClose(`admissions connection to ${node}`, close);
+      onClose(`admissions connection to ${node}`, () => closeConnection(conn));
       // A master that does not answer within a command's deadline is not waited for longer: 503.
       admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));
       masters.set(node, admit);
       admit.catch(() => {
         if (masters.get(node) === admit) masters.delete(node); // the next call makes a new one
-        conn.disconnect();
+        dropConnection(conn);
       });
     }
     return admit;

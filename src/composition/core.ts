@@ -9,7 +9,7 @@ import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consisten
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
-import { createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
 import { RedisWatch } from '../infra/redis/redis-watch.js';
 import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
@@ -69,7 +69,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
   const db = createDb(config.databaseUrl);
   closer.add('database', () => db.destroy());
   const redis = createRedis(config, log);
-  closer.add('redis', () => redis.quit().catch(() => redis.disconnect()));
+  closer.add('redis', () => closeConnection(redis));
   try {
     await redisReady(redis, REDIS_START_TIMEOUT_MS);
     if (options.migrate) {

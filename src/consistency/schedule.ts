@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { RedisClient } from '../infra/redis/redis-client.js';
-import { dedicatedConnection } from '../infra/redis/client.js';
+import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
 import type { Reconciler } from './reconciler.js';
@@ -82,6 +82,6 @@ export class ReconcileSchedule {
       await this.queue.close();
     })();
     const timedOut = await Promise.race([graceful.then(() => false), sleep(CLOSE_TIMEOUT_MS, true, { ref: false })]);
-    await Promise.all(this.connections.map((c) => (timedOut ? c.disconnect() : c.quit().catch(() => c.disconnect()))));
+    await Promise.all(this.connections.map((c) => (timedOut ? dropConnection(c) : closeConnection(c))));
   }
 }

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../infra/redis/redis-client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { pubSubOf } from '../infra/redis/client.js';
+import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/client.js';
 
 import type { OrderEventType } from '../infra/db/types.js';
 
@@ -116,7 +116,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       s.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));
       subscribing = subscribed.catch((err: unknown) => {
         if (subscriber === s) subscriber = subscribing = null;
-        s.disconnect();
+        dropConnection(s);
         throw err;
       });
     }
@@ -157,7 +157,7 @@ export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderE
       stopListening();
       const s = subscriber;
       subscriber = null;
-      if (s) await s.quit().catch(() => s.disconnect());
+      if (s) await closeConnection(s);
     },
   };
 }

@@ -8,7 +8,7 @@
 // slot and a read may name one stream only: there each shard gets a lane of its own.
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { dedicatedConnection } from '../infra/redis/client.js';
+import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/client.js';
 import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
@@ -116,9 +116,9 @@ class Lane {
     // reader is dropped (a read cut short delivers nothing, or leaves its entries pending for a
     // live consumer to take over).
     if (this.clientId !== null) await this.deps.redis.client('UNBLOCK', this.clientId).catch(() => {});
-    if (this.reading && (this.clientId === null || this.conn.status !== 'ready')) this.conn.disconnect();
+    if (this.reading && (this.clientId === null || this.conn.status !== 'ready')) dropConnection(this.conn);
     await this.running;
-    await this.conn.quit().catch(() => this.conn.disconnect());
+    await closeConnection(this.conn);
   }
 
   private async loop(): Promise<void> {

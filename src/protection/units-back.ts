@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
-import { pubSubOf } from '../infra/redis/client.js';
+import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/client.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 
@@ -66,7 +66,7 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
       (err: unknown) => {
         log.warn({ err }, 'units-back SUBSCRIBE failed');
         if (subscriber === s) subscriber = null;
-        s.disconnect();
+        dropConnection(s);
       },
     );
   }
@@ -93,7 +93,7 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
       const s = subscriber;
       subscriber = null;
       subscribed = false;
-      if (s) await s.quit().catch(() => s.disconnect());
+      if (s) await closeConnection(s);
     },
   };
 }

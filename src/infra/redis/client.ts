@@ -92,6 +92,37 @@ export function dedicatedConnection(shared: RedisClient, connectionName: string,
   return redis;
 }
 
+/**
+ * Ends a connection now, failing whatever it still owes. ioredis' disconnect() on a connection that
+ * waits to reconnect (Redis down, a failover under way) cancels the retry but settles nothing: its
+ * queued commands and the ones in flight when the link broke would stay pending for ever, and so
+ * would whoever awaits them (a pipeline lane's blocking read, and shutdown with it). Those are failed
+ * here as ioredis fails them when it closes of its own accord. (A cluster client ends its node
+ * connections itself.)
+ */
+export function dropConnection(redis: RedisClient): void {
+  const waitingToReconnect = redis.status === 'reconnecting';
+  redis.disconnect();
+  if (waitingToReconnect && !isCluster(redis)) {
+    const internals = redis as unknown as { setStatus(status: string): void; flushQueue(err: Error): void };
+    internals.setStatus('end');
+    internals.flushQueue(new Error('Connection is closed.'));
+  }
+}
+
+/** QUIT when Redis can answer (replies still due arrive first), else dropConnection. */
+export async function closeConnection(redis: RedisClient): Promise<void> {
+  if (redis.status === 'ready') {
+    try {
+      await redis.quit();
+      return;
+    } catch {
+      // Broke while quitting: drop it.
+    }
+  }
+  dropConnection(redis);
+}
+
 /** How long a process waits for Redis at start-up before it gives up (and says why). */
 export const REDIS_START_TIMEOUT_MS = 10_000;
 
