@@ -97,13 +97,13 @@ export function dedicatedConnection(shared: RedisClient, connectionName: string,
  * waits to reconnect (Redis down, a failover under way) cancels the retry but settles nothing: its
  * queued commands and the ones in flight when the link broke would stay pending for ever, and so
  * would whoever awaits them (a pipeline lane's blocking read, and shutdown with it). Those are failed
- * here as ioredis fails them when it closes of its own accord. (A cluster client ends its node
- * connections itself.)
+ * here as ioredis fails them when it closes of its own accord. (A cluster client waits to
+ * reconnect only once every node is lost; its queue is failed the same way.)
  */
 export function dropConnection(redis: RedisClient): void {
   const waitingToReconnect = redis.status === 'reconnecting';
   redis.disconnect();
-  if (waitingToReconnect && !isCluster(redis)) {
+  if (waitingToReconnect) {
     const internals = redis as unknown as { setStatus(status: string): void; flushQueue(err: Error): void };
     internals.setStatus('end');
     internals.flushQueue(new Error('Connection is closed.'));
