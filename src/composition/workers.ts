@@ -6,6 +6,7 @@ import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
 import { EventRelay, outboxBacklog } from '../events/relay.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
+import { allShards } from '../infra/redis/keys.js';
 import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
 import { streamBacklog } from '../pipeline/maintenance.js';
 import type { Core } from './core.js';
@@ -61,7 +62,7 @@ export function createWorkers(core: Core): Workers {
     // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
     redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
     metrics.watchPipelineLag(() => pipeline.lagSeconds());
-    const shards = Array.from({ length: keys.shards }, (_, s) => s);
+    const shards = allShards(keys);
     metrics.watchStreamBacklog(async () => (await Promise.all(shards.map((s) => streamBacklog(redis, keys.orders(s))))).reduce((a, b) => a + b, 0));
     return pipeline;
   });

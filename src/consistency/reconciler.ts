@@ -111,6 +111,7 @@ interface Findings {
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const { db, redis, keys, scripts, directory, redisState, moves, relay, releases, log } = deps;
+  const dialect = dialectOf(db);
   const observe = (voucher: Voucher) => observeVoucher({ db, redis, keys, scripts }, voucher.id, segmentShards(voucher, keys));
 
   async function findings(o: Observation): Promise<Findings> {
@@ -149,7 +150,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       .select(sql<number>`count(*)`.as('n'))
       .where('voucher_id', '=', id)
       .where('status', '=', 'pending_payment')
-      .where('expires_at', '<', dialectOf(db).nowPlusSeconds(-OVERDUE_GRACE_S))
+      .where('expires_at', '<', dialect.nowPlusSeconds(-OVERDUE_GRACE_S))
       .executeTakeFirstOrThrow();
     if (Number(overdue.n) > 0) {
       const expired = await releases.expireDue({ limit: Number(overdue.n) * 2, voucherId: voucher.id });
@@ -159,7 +160,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       .selectFrom('release_outbox')
       .select(sql<number>`count(*)`.as('n'))
       .where('voucher_id', '=', id)
-      .where('created_at', '<', dialectOf(db).nowPlusSeconds(-OUTBOX_GRACE_S))
+      .where('created_at', '<', dialect.nowPlusSeconds(-OUTBOX_GRACE_S))
       .executeTakeFirstOrThrow();
     if (Number(stuck.n) > 0) {
       const relayed = await relay.drain();
@@ -280,7 +281,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         .select('id')
         .where((eb) =>
           eb.or([
-            eb.and([eb('kind', 'in', kindsWhere('redisGated')), eb('end_at', '>', dialectOf(db).nowPlusSeconds(-RETAIN_AFTER_END_MS / 1000))]),
+            eb.and([eb('kind', 'in', kindsWhere('redisGated')), eb('end_at', '>', dialect.nowPlusSeconds(-RETAIN_AFTER_END_MS / 1000))]),
             eb(
               'id',
               'in',
@@ -288,7 +289,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
                 .selectFrom('orders')
                 .select('voucher_id')
                 .where('status', '=', 'pending_payment')
-                .where('expires_at', '<', dialectOf(db).nowPlusSeconds(-OVERDUE_GRACE_S)),
+                .where('expires_at', '<', dialect.nowPlusSeconds(-OVERDUE_GRACE_S)),
             ),
           ]),
         )

@@ -1,7 +1,7 @@
 // In-flight orders: admitted in Redis, not yet stored in the database. The admit script writes
 // one record per order into its shard's hash; the order pipeline removes it once stored.
 import type { RedisClient } from '../infra/redis/redis-client.js';
-import type { KeySpace } from '../infra/redis/keys.js';
+import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import { type InflightOrder, parseInflight } from '../infra/redis/records.js';
 
 export interface InflightReader {
@@ -15,7 +15,7 @@ export function createInflightReader(redis: RedisClient, keys: KeySpace): Inflig
   return {
     async find(orderId) {
       const id = orderId.toString();
-      const shards = Array.from({ length: keys.shards }, (_, s) => s);
+      const shards = allShards(keys);
       // Auto-pipelining sends these together: one round trip per Redis node.
       const records = await Promise.all(shards.map((s) => redis.hget(keys.inflight(s), id)));
       const shard = records.findIndex((r) => r !== null);

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/client.js';
 import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
-import type { KeySpace } from '../infra/redis/keys.js';
+import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
 import type { OrderEvent, OrderEvents } from '../orders/events.js';
@@ -56,8 +56,6 @@ export interface PipelineDeps {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const allShards = (keys: KeySpace) => Array.from({ length: keys.shards }, (_, s) => s);
 
 /** Creates the group on every shard stream (or on `shards`) where it is missing; idempotent. */
 export async function ensureConsumerGroups(redis: RedisClient, keys: KeySpace, shards = allShards(keys)): Promise<void> {

@@ -11,10 +11,10 @@ import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
-import { insertOrdersSql, lockQuantitiesSql, type OrderRow } from './bulk-sql.js';
+import { insertOrdersSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from '../infra/redis/records.js';
 import type { EventOutbox, OutboxEvent } from '../orders/outbox.js';
-import { addHeld } from '../vouchers/held-units.js';
+import { addHeld, lockHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
 
@@ -73,8 +73,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   }
 
   const users = [...new Set(entries.map((e) => e.userId))].sort();
-  const { rows: heldRows } = await sql.raw<{ user_id: string; quantity: number }>(lockQuantitiesSql(voucherId, users)).execute(trx);
-  const held = new Map(heldRows.map((r) => [r.user_id, r.quantity]));
+  const held = await lockHeld(trx, voucherId, users);
 
   let stockLeft = voucher.stock;
   const added = new Map<string, number>();

@@ -5,8 +5,8 @@ import { inflightOfEntry, inflightRecord, isMalformed, parseEntry, parseInflight
 import { sql } from 'kysely';
 import { dialectOf, MYSQL, POSTGRES } from '../../src/infra/db/dialect.js';
 import { text } from '../../src/infra/db/literals.js';
-import { insertOrdersSql, lockQuantitiesSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
-import { addHeldSql } from '../../src/vouchers/held-units.js';
+import { insertOrdersSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
+import { addHeldSql, lockHeldSql } from '../../src/vouchers/held-units.js';
 import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startSecondContainer, startTestApp } from '../support/helpers.js';
@@ -128,7 +128,7 @@ describe('order pipeline', () => {
       assert.throws(() => insertOrdersSql(d, [{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
       assert.throws(() => addHeldSql(d, 2n, new Map([["3'", 1]])), TypeError);
     }
-    assert.throws(() => lockQuantitiesSql(2n, ['3', '4) or (1=1']), TypeError);
+    assert.throws(() => lockHeldSql(2n, ['3', '4) or (1=1']), TypeError);
   });
 
   it("the bulk statements' text literals read back as written on this database", async () => {

@@ -81,6 +81,9 @@ export interface KeySpace {
   pattern(): string;
 }
 
+/** Every shard number, 0 to SHARDS − 1. */
+export const allShards = (keys: Pick<KeySpace, 'shards'>): number[] => Array.from({ length: keys.shards }, (_, s) => s);
+
 export function createKeySpace(prefix: string, shards: number): KeySpace {
   const tag = (s: number) => `${prefix}:{s${s}}`;
   const shardOf = (voucherId: bigint) => shardOfVoucher(voucherId, shards);
