@@ -14,7 +14,7 @@ import { exitOnSignal } from '../../src/cli/shutdown.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { createRedis, redisReady } from '../../src/infra/redis/client.js';
+import { createRedis, redisReady } from '../../src/infra/redis/connections.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
 import { CLUSTER_PROCESSES, type Command, DURABILITY_KNOBS, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';

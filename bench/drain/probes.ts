@@ -4,7 +4,7 @@
 // MariaDB/MySQL and PostgreSQL here (settings, process names) is one entry of SERVERS per database.
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
-import type { RedisClient } from '../../src/infra/redis/redis-client.js';
+import type { RedisClient } from '../../src/infra/redis/client.js';
 import { sql, type LogEvent } from 'kysely';
 import { createDb, type Db } from '../../src/infra/db/database.js';
 import { dialectOf, type SqlDialect } from '../../src/infra/db/dialect.js';

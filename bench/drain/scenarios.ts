@@ -9,7 +9,7 @@ import amqp from 'amqplib';
 import type { Container } from '../../src/container.js';
 import type { Db } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
-import { outboxBacklog } from '../../src/events/relay.js';
+import { outboxBacklog } from '../../src/events/event-relay.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';

@@ -1,6 +1,6 @@
 // The per-user lock of limited claims: a redis-semaphore Mutex that its watchdog renews while the
 // claim runs, so a slow claim keeps it and a dead process lets it go after one lifetime.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { Mutex } from 'redis-semaphore';
 import { AppError } from '../errors.js';
 

@@ -14,9 +14,9 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { closeConnection, dedicatedConnection, dropConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { closeConnection, dedicatedConnection, dropConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { type Cluster, Redis } from 'ioredis';
-import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/redis-client.js';
+import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';

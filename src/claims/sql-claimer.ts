@@ -3,7 +3,7 @@
 // claim first takes a per-user lock (renewed by a watchdog while the claim runs), so one user's
 // claims on a voucher run one at a time, and a claim whose lock was lost before the commit takes
 // nothing. The database stays the judge of stock and per-user limit either way.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { sql, type Transaction } from 'kysely';
 import { AppError } from '../errors.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
@@ -11,8 +11,8 @@ import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { OrderEvents } from '../orders/events.js';
-import type { EventOutbox } from '../orders/outbox.js';
+import type { OrderPubSub } from '../orders/order-pubsub.js';
+import type { EventOutbox } from '../orders/event-outbox.js';
 import { kindOf } from '../vouchers/kinds.js';
 import { addHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
@@ -25,14 +25,14 @@ export interface ClaimInSqlDeps {
   redis: RedisClient;
   keys: KeySpace;
   ids: IdGenerator;
-  events: OrderEvents;
+  pubsub: OrderPubSub;
   /** The order-event outbox: the `stored` event commits with the order. */
-  outbox?: EventOutbox;
+  eventOutbox?: EventOutbox;
   /** limited: lifetime of the per-user lock, renewed while the claim runs. */
   lockTtlMs: number;
 }
 
-export function claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTtlMs }: ClaimInSqlDeps): Claimer {
+export function claimInSqlUseCase({ db, redis, keys, ids, pubsub: events, eventOutbox: outbox, lockTtlMs }: ClaimInSqlDeps): Claimer {
   return async function claimInSql(claim) {
     const result =
       kindOf(claim.voucher).perUserLock
@@ -61,7 +61,7 @@ export function claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTt
  * the quantity row, then the order insert. Checks in the order of the seckill script: replay,
  * window, limit, stock (a buyer at the limit hears LIMIT_EXCEEDED even when sold out).
  */
-async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: EventOutbox, lockLost?: () => boolean): Promise<Claimed> {
+async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: EventOutbox, lockLost?: () => boolean): Promise<Claimed> {
   const voucherId = claim.voucher.id.toString();
   const userId = claim.userId.toString();
   const q = claim.quantity;
@@ -118,7 +118,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, outbox?: Event
         idempotency_key: claim.idempotencyKey ?? null,
       })
       .execute();
-    await outbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q }]);
+    await eventOutbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q }]);
 
     // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is
     // a fail-fast guard; the locked rows above are what keep the limit.

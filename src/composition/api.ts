@@ -35,7 +35,7 @@ export interface Api {
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
-  const { config, log, db, redis, keys, scripts, metrics, unitsBack, events, outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub: events, eventOutbox: outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
   const tokens = createTokenService(config.jwtSecret);
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
@@ -66,17 +66,17 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       observe: metrics.observeClaim,
       claimers: claimersByKind({
         redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, onOutcome: metrics.countClaim }),
-        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, events, outbox, lockTtlMs: config.claimLockTtlMs })),
+        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub: events, eventOutbox: outbox, lockTtlMs: config.claimLockTtlMs })),
       }),
     },
     claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
     orders: {
       getOrder,
       listOrders: listOrdersUseCase({ orders }),
-      events,
+      pubsub: events,
     },
     lifecycle: {
-      payOrder: payOrderUseCase({ db, getOrder, releases, events, outbox }),
+      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },

@@ -2,22 +2,22 @@
 // the services that only read or repair (vouchers, in-flight orders, releases, reconciliation).
 // It takes no worker-id lease until something needs an id (ids()), so `seckill audit` and
 // `seckill reconcile` run beside live instances without taking one of theirs.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
-import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/client.js';
+import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
 import { RedisWatch } from '../infra/redis/redis-watch.js';
 import { createScripts, type Scripts } from '../infra/redis/scripts/index.js';
-import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/outbox-relay.js';
+import { createReleaseRelay, type ReleaseRelay } from '../lifecycle/release-relay.js';
 import { createReleases, type Releases } from '../lifecycle/releases.js';
 import { createMetrics, type Metrics } from '../metrics.js';
-import { createOrderEvents, type OrderEvents } from '../orders/events.js';
-import { createEventOutbox, type EventOutbox } from '../orders/outbox.js';
+import { createOrderPubSub, type OrderPubSub } from '../orders/order-pubsub.js';
+import { createEventOutbox, type EventOutbox } from '../orders/event-outbox.js';
 import { createInflightReader, type InflightReader } from '../orders/inflight.js';
 import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../protection/units-back.js';
 import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/directory.js';
@@ -38,16 +38,16 @@ export interface Core {
   metrics: Metrics;
   /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
   unitsBack: UnitsBack;
-  events: OrderEvents;
+  pubsub: OrderPubSub;
   /** Order events for RabbitMQ, written with each change (off without EVENTS_AMQP_URL). */
-  outbox: EventOutbox;
+  eventOutbox: EventOutbox;
   inflight: InflightReader;
   vouchers: VoucherRepository;
   directory: VoucherDirectory;
   redisState: VoucherRedisState;
   /** Units moving between the segments of a voucher (borrowing, waitlist hand-off, recovery). */
   moves: SegmentMoves;
-  relay: ReleaseRelay;
+  releaseRelay: ReleaseRelay;
   releases: Releases;
   reconciler: Reconciler;
   /** This process's id generator, leased on the first call. */
@@ -84,8 +84,8 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const metrics = createMetrics();
     const redisWatch = await RedisWatch.start({ redis, keys, log, intervalMs: config.redisCheckIntervalMs, onDataLoss: () => metrics.redisDataLosses.inc() });
     closer.add('redis watch', () => redisWatch.close());
-    const events = createOrderEvents({ redis, keys, log });
-    closer.add('order events', () => events.close());
+    const pubsub = createOrderPubSub({ redis, keys, log });
+    closer.add('order events', () => pubsub.close());
 
     let leased: Promise<LeasedIdGenerator> | null = null;
     const ids = () => {
@@ -103,20 +103,20 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const directory = createVoucherDirectory(vouchers);
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
-    const outbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
-    const relay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, events });
+    const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
+    const releaseRelay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, pubsub: pubsub });
     const releases = createReleases({
-      db, relay, events, log, outbox,
+      db, releaseRelay: releaseRelay, pubsub: pubsub, log, eventOutbox: eventOutbox,
       expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
     });
     const reconciler = createReconciler({
-      db, redis, keys, scripts, directory, redisState, moves, relay, releases, log,
+      db, redis, keys, scripts, directory, redisState, moves, releaseRelay: releaseRelay, releases, log,
       staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
       onRepair: (kind) => metrics.repairs.inc({ kind }),
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, events, outbox, inflight, vouchers, directory, redisState, moves, relay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub: pubsub, eventOutbox: eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay: releaseRelay, releases, reconciler,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
-import { EventRelay, outboxBacklog } from '../events/relay.js';
+import { EventRelay, outboxBacklog } from '../events/event-relay.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
 import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
@@ -25,7 +25,7 @@ export interface Workers {
 }
 
 export function createWorkers(core: Core): Workers {
-  const { config, log, redis, db, keys, scripts, metrics, events, outbox, relay, releases, reconciler, closer, redisWatch } = core;
+  const { config, log, redis, db, keys, scripts, metrics, pubsub: events, eventOutbox: outbox, releaseRelay: relay, releases, reconciler, closer, redisWatch } = core;
   /** Starts once; its stop joins the closer as soon as it exists. */
   const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
     let started: Promise<T> | null = null;
@@ -51,7 +51,7 @@ export function createWorkers(core: Core): Workers {
         claimIdleMs: config.claimIdleMs,
         maxDeliveries: config.maxDeliveries,
       },
-      outbox,
+      eventOutbox: outbox,
       events: {
         stored: (n) => metrics.stored.inc(n),
         failed: (reason) => metrics.failed.inc({ reason }),
@@ -72,7 +72,7 @@ export function createWorkers(core: Core): Workers {
     if (!expiry) {
       const started = ExpiryWorker.start({
         releases,
-        relay,
+        releaseRelay: relay,
         log,
         pollMs: config.expiryPollMs,
         batch: config.expiryBatch,

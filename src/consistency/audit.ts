@@ -2,7 +2,7 @@
 // (`seckill audit`) Redis is compared with what the database implies once in-flight orders and
 // pending releases are accounted for (observe.ts), but an order in flight for over 30 s is reported, so work in flight is not drift; with
 // `drained` (tests, demo, bench verdicts) in-flight orders are themselves a failure.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Db } from '../infra/db/database.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { countDrift, observeVoucher } from './observe.js';

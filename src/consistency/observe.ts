@@ -19,7 +19,7 @@ import type { Db } from '../infra/db/database.js';
 import { compensationOf, settlementOfRow } from '../pipeline/settlement.js';
 import type { InflightOrder } from '../infra/redis/records.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { ReconcileScripts, RedisState } from '../infra/redis/scripts/reconcile.js';
 
 const ATTEMPTS = 20;

@@ -9,7 +9,7 @@
 // a second observation must show the same drift, and count repairs are a compare-and-set on the
 // voucher's `ver`, so a repair never races the traffic it corrects. Repairs only ever set Redis to
 // what the database implies, so Redis never grants a unit the database cannot fulfil.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
@@ -18,7 +18,7 @@ import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
-import type { ReleaseRelay } from '../lifecycle/outbox-relay.js';
+import type { ReleaseRelay } from '../lifecycle/release-relay.js';
 import type { Releases } from '../lifecycle/releases.js';
 import { ensureConsumerGroups } from '../pipeline/consumer.js';
 import { CONSUMER_GROUP, hasConsumerGroup, unacknowledgedEntries } from '../pipeline/maintenance.js';
@@ -94,7 +94,7 @@ export interface ReconcilerDeps {
    * a live mover can take (each step is bounded by the Redis command timeout).
    */
   staleMoveMs: number;
-  relay: ReleaseRelay;
+  releaseRelay: ReleaseRelay;
   releases: Releases;
   log: Logger;
   onRepair?(kind: DriftKind): void;
@@ -110,7 +110,7 @@ interface Findings {
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const { db, redis, keys, scripts, directory, redisState, moves, relay, releases, log } = deps;
+  const { db, redis, keys, scripts, directory, redisState, moves, releaseRelay: relay, releases, log } = deps;
   const dialect = dialectOf(db);
   const observe = (voucher: Voucher) => observeVoucher({ db, redis, keys, scripts }, voucher.id, segmentShards(voucher, keys));
 

@@ -4,8 +4,8 @@
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
-import type { RedisClient } from '../infra/redis/redis-client.js';
-import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/client.js';
+import type { RedisClient } from '../infra/redis/client.js';
+import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/connections.js';
 import type { Logger } from 'pino';
 import { Mutex } from 'redis-semaphore';
 import type { Reconciler } from './reconciler.js';

@@ -1,6 +1,6 @@
 // Use case: an operator's view of one voucher in both stores, cheap enough to poll every second:
 // a primary-key read, one grouped count on the (voucher_id, status) index, and one Redis round trip.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';

@@ -2,7 +2,7 @@
 // only once the broker confirmed every message of a batch (persistent messages are confirmed
 // when they are on disk in every queue they were routed to). connect() opens the connection and
 // channel, within a deadline, on first use and again after a failure; the caller retries with
-// back-off (events/relay.ts).
+// back-off (events/event-relay.ts).
 //
 // A failed connection is destroyed, not closed: closing waits for the broker's close-ok, which a
 // broker that stopped reading (a resource alarm, a hung peer) never sends, and every retry would

@@ -2,7 +2,7 @@
 // a JSON body with every id as a string, and the event id as the AMQP message id (the consumers'
 // dedupe key, delivery being at least once).
 import type { OrderEventType } from '../infra/db/types.js';
-import type { OrderEvent } from '../orders/events.js';
+import type { OrderEvent } from '../orders/order-pubsub.js';
 
 /** The server-sent event's fields and the event id; `at` is when the row was written (database time). */
 export interface OrderEventBody extends OrderEvent {

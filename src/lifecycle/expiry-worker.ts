@@ -3,12 +3,12 @@
 // and relay outbox rows a dead process left behind. Several workers may run it: rows are claimed
 // with SKIP LOCKED.
 import type { Logger } from 'pino';
-import type { ReleaseRelay } from './outbox-relay.js';
+import type { ReleaseRelay } from './release-relay.js';
 import type { Releases } from './releases.js';
 
 export interface ExpiryWorkerDeps {
   releases: Releases;
-  relay: ReleaseRelay;
+  releaseRelay: ReleaseRelay;
   log: Logger;
   pollMs: number;
   batch: number;
@@ -29,7 +29,7 @@ export class ExpiryWorker {
   }
 
   private async loop(): Promise<void> {
-    const { releases, relay, log, pollMs, batch, onExpired } = this.deps;
+    const { releases, releaseRelay: relay, log, pollMs, batch, onExpired } = this.deps;
     while (!this.closing) {
       try {
         const expired = await releases.expireDue({ limit: batch });

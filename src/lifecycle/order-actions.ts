@@ -6,8 +6,8 @@ import type { Principal } from '../auth/tokens.js';
 import { AppError, type ErrorCodeName } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
-import type { OrderEvents } from '../orders/events.js';
-import type { EventOutbox } from '../orders/outbox.js';
+import type { OrderPubSub } from '../orders/order-pubsub.js';
+import type { EventOutbox } from '../orders/event-outbox.js';
 import type { OrderView } from '../orders/order.js';
 import type { Releases } from './releases.js';
 
@@ -34,12 +34,12 @@ export interface OrderActionDeps {
   db: Db;
   getOrder: GetOrder;
   releases: Releases;
-  events: OrderEvents;
+  pubsub: OrderPubSub;
   /** The order-event outbox: the `paid` event commits with the payment. */
-  outbox?: EventOutbox;
+  eventOutbox?: EventOutbox;
 }
 
-export function payOrderUseCase({ db, getOrder, releases, events, outbox }: OrderActionDeps) {
+export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }: OrderActionDeps) {
   // One conditional update decides a payment racing its deadline: it only changes an unexpired
   // pending order, in database time, on the row the expiry must lock too.
   const { now } = dialectOf(db);

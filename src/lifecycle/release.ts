@@ -2,7 +2,7 @@
 // conditional (only from pending_payment, on a locked row), so a payment racing the deadline either
 // wins or loses, never both. In the same transaction the units return to the voucher's stock and the
 // buyer's quantity, and seckill releases are written to the outbox: Redis gets them back after the
-// commit (outbox-relay.ts), exactly once even if this process dies in between.
+// commit (release-relay.ts), exactly once even if this process dies in between.
 import type { Transaction } from 'kysely';
 import type { QuantityChange } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';

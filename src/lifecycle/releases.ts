@@ -1,6 +1,6 @@
 // The two ways an order gives its units back: it expires unpaid, or its buyer cancels it. Both
 // commit in SQL (release.ts), then announce the change and hand the units to Redis through the
-// outbox relay. If the relay fails now, the outbox keeps the units for the next drain.
+// release relay. If the relay fails now, the outbox keeps the units for the next drain.
 //
 // The payment timer is the database itself: pending orders are indexed by (status, expires_at),
 // and any number of workers claim the due ones with FOR UPDATE SKIP LOCKED. Nothing to schedule,
@@ -10,9 +10,9 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
-import type { OrderEvents } from '../orders/events.js';
-import type { EventOutbox } from '../orders/outbox.js';
-import type { ReleaseRelay } from './outbox-relay.js';
+import type { OrderPubSub } from '../orders/order-pubsub.js';
+import type { EventOutbox } from '../orders/event-outbox.js';
+import type { ReleaseRelay } from './release-relay.js';
 import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.js';
 
 const COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity'] as const;
@@ -30,11 +30,11 @@ const eventOf = (status: ReleaseStatus) => (o: LockedOrder) => ({
 
 export interface ReleasesDeps {
   db: Db;
-  relay: ReleaseRelay;
-  events: OrderEvents;
+  releaseRelay: ReleaseRelay;
+  pubsub: OrderPubSub;
   log: Logger;
   /** The order-event outbox: the expired / cancelled events commit with the release. */
-  outbox?: EventOutbox;
+  eventOutbox?: EventOutbox;
   /** Told how late each expired order was (now − expires_at, database time, seconds), after the commit. */
   expiredLate?(seconds: number[]): void;
 }
@@ -44,7 +44,7 @@ export interface ReleasesDeps {
 // timer's EXPIRY_BATCH stays within it.
 const RELEASES_PER_TRANSACTION = 10_000;
 
-export function createReleases({ db, relay, events, log, outbox, expiredLate }: ReleasesDeps): Releases {
+export function createReleases({ db, releaseRelay: relay, pubsub: events, log, eventOutbox: outbox, expiredLate }: ReleasesDeps): Releases {
   const dialect = dialectOf(db);
   // READ COMMITTED: a locking range scan under REPEATABLE READ would also gap-lock the index and
   // hold up the pipeline inserting new pending orders.

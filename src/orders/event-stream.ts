@@ -1,11 +1,11 @@
 // Server-sent events of a user's orders (GET /api/orders/events). Each open stream is one
-// listener on OrderEvents (Redis pub/sub, at most once); the stream itself only formats and
+// listener on OrderPubSub (Redis pub/sub, at most once); the stream itself only formats and
 // writes. Streams end when the client goes away, when it stops reading (too much buffered), and
 // when the server closes (closeAll, from a preClose hook: an open response would otherwise keep
 // server.close() waiting for ever).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { OrderEvent, OrderEvents } from './events.js';
+import type { OrderEvent, OrderPubSub } from './order-pubsub.js';
 
 export const PING_INTERVAL_MS = 15_000;
 /** A client that lets this much pile up is not reading: its stream is cut (it may reconnect). */
@@ -47,7 +47,7 @@ export interface EventStreamOptions {
   pingIntervalMs?: number;
 }
 
-export function createEventStreams(events: OrderEvents, options: EventStreamOptions = {}): EventStreams {
+export function createEventStreams(pubsub: OrderPubSub, options: EventStreamOptions = {}): EventStreams {
   const pingIntervalMs = options.pingIntervalMs ?? PING_INTERVAL_MS;
   /** Each open stream's `end`, which resolves when the response is finished. */
   const open = new Set<() => Promise<void>>();
@@ -77,7 +77,7 @@ export function createEventStreams(events: OrderEvents, options: EventStreamOpti
         const chunk = formatEvent(event);
         if (chunk !== null) write(chunk);
       };
-      const unsubscribe = await events.subscribe(user, listener);
+      const unsubscribe = await pubsub.subscribe(user, listener);
 
       if (closing) {
         unsubscribe();

@@ -1,6 +1,6 @@
 // In-flight orders: admitted in Redis, not yet stored in the database. The admit script writes
 // one record per order into its shard's hash; the order pipeline removes it once stored.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import { type InflightOrder, parseInflight } from '../infra/redis/records.js';
 

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { type App, ErrorBody, IdParams, IdString } from '../http.js';
 import { createEventStreams } from './event-stream.js';
-import type { OrderEvents } from './events.js';
+import type { OrderPubSub } from './order-pubsub.js';
 import { DEFAULT_LIST_LIMIT, type ListOrdersQuery, MAX_LIST_LIMIT } from './list-orders.js';
 import { OrderBody, type OrderView } from './order.js';
 
@@ -30,10 +30,10 @@ export interface OrderRouteDeps {
   guards: Guards;
   getOrder(caller: Principal, orderId: bigint): Promise<OrderView>;
   listOrders(caller: Principal, query: ListOrdersQuery): Promise<OrderView[]>;
-  events: OrderEvents;
+  pubsub: OrderPubSub;
 }
 
-export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, events }: OrderRouteDeps) {
+export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pubsub: events }: OrderRouteDeps) {
   const streams = createEventStreams(events);
   // Before the server closes: an open event stream would keep server.close() waiting for ever.
   app.addHook('preClose', async () => streams.closeAll());

@@ -8,13 +8,13 @@
 // slot and a read may name one stream only: there each shard gets a lane of its own.
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/client.js';
-import { isCluster, type RedisClient } from '../infra/redis/redis-client.js';
+import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/connections.js';
+import { isCluster, type RedisClient } from '../infra/redis/client.js';
 import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
-import type { OrderEvent, OrderEvents } from '../orders/events.js';
-import type { EventOutbox } from '../orders/outbox.js';
+import type { OrderEvent, OrderPubSub } from '../orders/order-pubsub.js';
+import type { EventOutbox } from '../orders/event-outbox.js';
 import { isTransientDbError, isUniqueViolation } from '../infra/db/errors.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import { CONSUMER_GROUP, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
@@ -37,7 +37,7 @@ export interface PipelineOptions {
 export interface PipelineEvents {
   stored?(count: number): void;
   /** Subscribers of order events (stored or failed), asked first whether anyone listens. */
-  announce?: Pick<OrderEvents, 'wanted' | 'publish'>;
+  announce?: Pick<OrderPubSub, 'wanted' | 'publish'>;
   failed?(reason: string): void;
   retried?(error: unknown): void;
 }
@@ -52,7 +52,7 @@ export interface PipelineDeps {
   options: PipelineOptions;
   events?: PipelineEvents;
   /** The order-event outbox each batch writes to (events on). */
-  outbox?: EventOutbox;
+  eventOutbox?: EventOutbox;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -197,7 +197,7 @@ class Lane {
     let checkStored = entries.some((e) => e.deliveries > 1);
     for (;;) {
       try {
-        return await storeOrders(this.deps.db, entries, { failAll, checkStored, outbox: this.deps.outbox });
+        return await storeOrders(this.deps.db, entries, { failAll, checkStored, eventOutbox: this.deps.eventOutbox });
       } catch (err) {
         if (isUniqueViolation(err) && !checkStored) {
           checkStored = true;

@@ -1,5 +1,5 @@
 // Housekeeping of the shard streams, run by every consumer now and then.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 
 export const CONSUMER_GROUP = 'order-writers';
 const DEAD_CONSUMER_IDLE_MS = 3_600_000;

@@ -13,7 +13,7 @@ import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import { insertOrdersSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from '../infra/redis/records.js';
-import type { EventOutbox, OutboxEvent } from '../orders/outbox.js';
+import type { EventOutbox, OutboxEvent } from '../orders/event-outbox.js';
 import { addHeld, lockHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
@@ -133,14 +133,14 @@ export interface StoreOptions {
   /** Look up which orders are stored already (redelivery); without it a stored one fails the insert. */
   checkStored?: boolean;
   /** Where the batch's `promoted` / `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
-  outbox?: EventOutbox;
+  eventOutbox?: EventOutbox;
 }
 
 /**
  * Decides and stores every entry; returns how each order must be settled in Redis.
  * Throws on database errors; the caller retries transient ones with the same entries.
  */
-export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true, outbox }: StoreOptions = {}): Promise<Map<string, Settlement>> {
+export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true, eventOutbox: outbox }: StoreOptions = {}): Promise<Map<string, Settlement>> {
   const out = new Map<string, Settlement>();
   if (entries.length === 0) return out;
   // READ COMMITTED: the voucher row lock already serialises a voucher's batches; the default

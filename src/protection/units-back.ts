@@ -3,12 +3,12 @@
 // reconciliation) on one pub/sub channel, and heard by every API process, whose sold-out flag for
 // X then clears at once. Delivery is at most once (pub/sub); the flags' own expiry is the
 // guarantee, this only makes it fast.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
-import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/client.js';
+import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/connections.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 

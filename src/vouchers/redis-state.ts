@@ -10,7 +10,7 @@
 // the others keep selling and moving units meanwhile, so the lost ones come back empty and
 // reconciliation (which sees every segment and every move) gives them what the database implies.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';

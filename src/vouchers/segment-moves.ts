@@ -7,7 +7,7 @@
 // `finishStale` (reconciliation) does the rest: no unit is lost, none is counted twice.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import { segmentShards } from './segments.js';

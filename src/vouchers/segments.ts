@@ -6,7 +6,7 @@
 // from another (segment-moves.ts). A voucher of one segment is the special case K = 1 on the id's
 // own shard, which is where every voucher created before segments lives.
 import { type KeySpace, mix } from '../infra/redis/keys.js';
-import { type RedisClient, shardMasters } from '../infra/redis/redis-client.js';
+import { type RedisClient, shardMasters } from '../infra/redis/client.js';
 import type { Voucher } from './voucher.js';
 
 export const MAX_SEGMENTS = 64;

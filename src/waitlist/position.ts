@@ -1,7 +1,7 @@
 // Use case: a buyer asks where they stand on a voucher's waitlist. The list lives in Redis only
 // (a sorted set by enrolment time, written by the admit script): it is a courtesy queue, and the
 // units it hands out are admitted by the same checks as any claim.
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import { AppError } from '../errors.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';

@@ -176,7 +176,7 @@ describe('sold-out fast path', () => {
 
     // The release commits in SQL; its units reach Redis through scripts that announce nothing, as
     // a relay whose announcement is lost would give them back.
-    const silent = createReleases({ db: a.c.db, relay: { drain: async () => 0 }, events: a.c.events, log: pino({ level: 'silent' }) });
+    const silent = createReleases({ db: a.c.db, releaseRelay: { drain: async () => 0 }, pubsub: a.c.pubsub, log: pino({ level: 'silent' }) });
     assert.equal(await silent.cancel(BigInt(bought.json().orderId), 40n), true);
     const restocked = await createScripts(a.c.redis, a.c.keys).restock({ voucherId: BigInt(v.id), orderId: bought.json().orderId, userId: '40', quantity: 1, promotionIds: [] });
     assert.equal(restocked.kind, 'restocked');
@@ -189,7 +189,7 @@ describe('sold-out fast path', () => {
     assert.equal(retry.statusCode, 202, retry.body);
     assert.equal(retry.json().orderId, resold.json().orderId);
 
-    await a.c.relay.drain(); // the outbox row: already given back, so only deleted
+    await a.c.releaseRelay.drain(); // the outbox row: already given back, so only deleted
     await waitForDrain(a.c, v.id);
     const truth = await assertInvariants(a.c, v.id, [bought.json().orderId, resold.json().orderId]);
     assert.equal(truth.redisStock, 0);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Container } from '../../src/container.js';
-import type { OrderEvent } from '../../src/orders/events.js';
+import type { OrderEvent } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
 import { waitFor } from '../support/wait.js';
@@ -191,7 +191,7 @@ describe('synchronous claims (common and limited)', () => {
   it('when a claim is stored, then the buyer hears a stored event', async () => {
     const v = await createVoucher(t, { kind: 'common', stock: 3, perUserLimit: 3 });
     const heard: OrderEvent[] = [];
-    const unsubscribe = await t.c.events.subscribe('31', (e) => heard.push(e));
+    const unsubscribe = await t.c.pubsub.subscribe('31', (e) => heard.push(e));
     try {
       const res = await claim(t, v.id, 31, { quantity: 2 });
       assert.equal(res.statusCode, 201);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sendableInOrder } from '../../src/events/relay.js';
+import { sendableInOrder } from '../../src/events/event-relay.js';
 import type { OutboxRow } from '../../src/events/message.js';
 import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type Logger, pino } from 'pino';
 import { createAmqpPublisher } from '../../src/events/amqp-publisher.js';
-import { EventRelay } from '../../src/events/relay.js';
+import { EventRelay } from '../../src/events/event-relay.js';
 import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
@@ -94,7 +94,7 @@ describe('order-event relay faults', () => {
     // load (bench/drain); this checks that two relays share the work and send nothing twice.
     const voucherId = '77000';
     const events = range(1, 20_000).map((i) => ({ type: 'stored' as const, orderId: String(9_000_000 + i), voucherId, userId: String(i), quantity: 1, status: 'pending_payment' }));
-    const write = (from: number) => t.c.db.transaction().execute((trx) => t.c.outbox.write(trx, events.slice(from, from + 500)));
+    const write = (from: number) => t.c.db.transaction().execute((trx) => t.c.eventOutbox.write(trx, events.slice(from, from + 500)));
     for (let i = 0; i < 4_000; i += 500) await write(i);
     let failures = 0;
     const relays = [0, 1].map(() => startRelay(AMQP_URL, { batch: 1_000, onFailed: () => void failures++ }));
@@ -144,7 +144,7 @@ describe('order-event relay faults', () => {
     };
     assert.equal((await orderAction(t, 'cancel', released, 4_000)).statusCode, 200);
     assert.equal(t.c.moves.handOff, handOff, 'the release relay failed once');
-    assert.equal(await t.c.relay.drain(), 1, 'the release is relayed again');
+    assert.equal(await t.c.releaseRelay.drain(), 1, 'the release is relayed again');
     const promoted = await waitFor('the promoted order to be stored', async () => {
       const row = await t.c.db.selectFrom('orders').select('id').where('voucher_id', '=', v.id).where('user_id', '=', '4001').executeTakeFirst();
       return row?.id;

@@ -102,7 +102,7 @@ describe('order lifecycle', () => {
   it('when a process dies between the SQL release and the Redis release, then another worker gives the units back exactly once', async () => {
     const { v, admitted, byUser } = await storedSale(4, [301, 302, 303], 600);
     // A release whose process "dies" right after the commit: its relay never runs.
-    const dying = createReleases({ db: t.c.db, relay: { drain: () => Promise.reject(new Error('killed')) }, events: t.c.events, log: pino({ level: 'silent' }) });
+    const dying = createReleases({ db: t.c.db, releaseRelay: { drain: () => Promise.reject(new Error('killed')) }, pubsub: t.c.pubsub, log: pino({ level: 'silent' }) });
     assert.equal(await dying.cancel(BigInt(byUser.get(301)!), 301n), true);
     // Redis got one of the two others back already, but the row was not deleted (died after Redis).
     // The Redis step runs first here, so that the running relay (every 100 ms) cannot take the

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { createEventStreams } from '../../src/orders/event-stream.js';
-import type { OrderEvent, OrderEventListener } from '../../src/orders/events.js';
+import type { OrderEvent, OrderEventListener } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { waitFor } from '../support/wait.js';
@@ -259,9 +259,9 @@ function event(user: number | bigint, orderId: string, type: OrderEvent['type'] 
   return { type, orderId, voucherId: '77', userId: String(user), quantity: 1, status: type === 'stored' ? 'pending_payment' : type };
 }
 
-/** Wraps the container's real OrderEvents.subscribe to count the subscriptions still open. */
+/** Wraps the container's real OrderPubSub.subscribe to count the subscriptions still open. */
 function countSubscriptions() {
-  const events = t.c.events;
+  const events = t.c.pubsub;
   const original = events.subscribe;
   let active = 0;
   events.subscribe = async (userId: string, listener: OrderEventListener) => {
@@ -325,7 +325,7 @@ describe('GET /api/orders/events', () => {
     const alice = await subscribe(301);
     const bob = await subscribe(302);
     try {
-      await t.c.events.publish([event(302, '9001'), event(301, '9002'), event(302, '9003', 'paid'), event(301, '9004', 'expired')]);
+      await t.c.pubsub.publish([event(302, '9001'), event(301, '9002'), event(302, '9003', 'paid'), event(301, '9004', 'expired')]);
       await waitFor('two events for alice', () => alice.messages.length >= 2);
       await waitFor('two events for bob', () => bob.messages.length >= 2);
 
@@ -350,7 +350,7 @@ describe('GET /api/orders/events', () => {
       assert.ok(alice.text().includes(`event: stored\ndata: ${JSON.stringify(first)}\n\n`), JSON.stringify(alice.text()));
 
       // A later message for bob only: alice still has exactly her two.
-      await t.c.events.publish([event(302, '9005')]);
+      await t.c.pubsub.publish([event(302, '9005')]);
       await waitFor('a third event for bob', () => bob.messages.length >= 3);
       assert.equal(alice.messages.length, 2);
       assert.ok(alice.messages.every((m) => m.data.userId === '301'));
@@ -368,12 +368,12 @@ describe('GET /api/orders/events', () => {
       client.close();
       await waitFor('the subscription to be released', () => subscriptions.active === 0);
 
-      await t.c.events.publish([event(401, '9101')]); // nobody listens: no error
+      await t.c.pubsub.publish([event(401, '9101')]); // nobody listens: no error
 
       const again = await subscribe(401);
       try {
         assert.equal(subscriptions.active, 1);
-        await t.c.events.publish([event(401, '9102')]);
+        await t.c.pubsub.publish([event(401, '9102')]);
         await waitFor('the event on the new stream', () => again.messages.length >= 1);
         assert.deepEqual(
           again.messages.map((m) => m.data.orderId),
@@ -416,7 +416,7 @@ describe('GET /api/orders/events', () => {
   it('writes a ping comment at the configured interval', async () => {
     // The stream module on a bare Fastify app with a short interval (the route uses 15 s).
     const app = Fastify();
-    const streams = createEventStreams(t.c.events, { pingIntervalMs: 50 });
+    const streams = createEventStreams(t.c.pubsub, { pingIntervalMs: 50 });
     app.addHook('preClose', () => streams.closeAll());
     app.get('/events', (request, reply) => streams.open(request, reply, 601n));
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -8,7 +8,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import type { App } from '../../src/http.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { isCluster, type RedisClient } from '../../src/infra/redis/redis-client.js';
+import { isCluster, type RedisClient } from '../../src/infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 

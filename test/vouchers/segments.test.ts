@@ -4,7 +4,7 @@
 // neither loses nor doubles a unit; the waitlist, expiry and a lost segment are handled.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { shardMasters } from '../../src/infra/redis/redis-client.js';
+import { shardMasters } from '../../src/infra/redis/client.js';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
 import { claim, createVoucher, orderAction, startSecondInstance, startTestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { OrderEvent } from '../../src/orders/events.js';
+import type { OrderEvent } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitFor } from '../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
@@ -33,7 +33,7 @@ describe('waitlist', () => {
     assert.deepEqual([absent.statusCode, absent.json().code], [404, 'NOT_WAITLISTED']);
 
     const promoted: OrderEvent[] = [];
-    const unsubscribe = await Promise.all([11, 12, 13].map((w) => t.c.events.subscribe(String(w), (e) => promoted.push(e))));
+    const unsubscribe = await Promise.all([11, 12, 13].map((w) => t.c.pubsub.subscribe(String(w), (e) => promoted.push(e))));
 
     // (The payment window of 4 s leaves time for these steps before buyers 2-4 expire.)
     // Buyer 1 cancels: one unit is free, but the head wants two, so it keeps its place and the unit

@@ -1,4 +1,4 @@
-// SQL literals for the statements built by hand (pipeline/bulk-sql.ts, orders/outbox.ts): each
+// SQL literals for the statements built by hand (pipeline/bulk-sql.ts, orders/event-outbox.ts): each
 // accepts only what it can write safely, so a statement made of them needs no parameters.
 import type { SqlDialect } from './dialect.js';
 

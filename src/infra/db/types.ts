@@ -60,7 +60,7 @@ export interface ReleaseOutboxTable {
 
 export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
 
-/** The outbox of order events for RabbitMQ (events/relay.ts); a row lives until the broker confirmed it. */
+/** The outbox of order events for RabbitMQ (events/event-relay.ts); a row lives until the broker confirmed it. */
 export interface OrderEventsTable {
   event_id: Generated<string>;
   order_id: Id;

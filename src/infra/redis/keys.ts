@@ -45,7 +45,7 @@ export interface KeySpace {
   orders(shard: number): string;
   /** Stream per shard: entries that could not become stored orders, with the reason. */
   deadLetters(shard: number): string;
-  /** Hash: orderId -> 1 for released units already given back to Redis (outbox relay, once only). */
+  /** Hash: orderId -> 1 for released units already given back to Redis (release relay, once only). */
   released(voucherId: bigint, shard?: number): string;
   /** Sorted set: userId scored by enrolment time (µs), the segment's waitlist, FIFO. */
   waitlist(voucherId: bigint, shard?: number): string;

@@ -8,7 +8,7 @@
 // schedule, the worker-id lease); voucher state is rebuilt from the database by the first claim
 // that misses it.
 import { randomUUID } from 'node:crypto';
-import type { RedisClient } from './redis-client.js';
+import type { RedisClient } from './client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from './keys.js';
 

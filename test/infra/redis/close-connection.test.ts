@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { closeConnection, createRedis, dedicatedConnection, dropConnection, redisReady } from '../../../src/infra/redis/client.js';
-import type { RedisClient } from '../../../src/infra/redis/redis-client.js';
+import { closeConnection, createRedis, dedicatedConnection, dropConnection, redisReady } from '../../../src/infra/redis/connections.js';
+import type { RedisClient } from '../../../src/infra/redis/client.js';
 import { startSecondContainer, startTestApp } from '../../support/helpers.js';
 import { startPrivateRedis } from '../../support/private-redis.js';
 import { waitFor } from '../../support/wait.js';

@@ -1,6 +1,6 @@
 // Every script's typed wrapper, grouped by the step that uses it, on one connection. Features take
 // the narrow part they need (e.g. Pick<Scripts, 'settle'>).
-import type { RedisClient } from '../redis-client.js';
+import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
 import { type AdmissionScripts, admissionScripts } from './admission.js';
 import { commandOf, loadScripts } from './loader.js';

@@ -6,7 +6,7 @@
 // answers NOSCRIPT (script cache flushed, failover to a replica that never saw the script).
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { RedisClient } from '../redis-client.js';
+import type { RedisClient } from '../client.js';
 
 const LUA_DIR = fileURLToPath(new URL('../lua/', import.meta.url));
 const INCLUDE = /^--! include (\S+)$/gm;

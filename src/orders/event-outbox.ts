@@ -1,7 +1,7 @@
 // The order-event outbox: every order state change (stored, failed, paid, expired, cancelled)
 // writes its event row in the transaction that makes the change, so an event exists if and only if
 // the change committed; a waitlist promotion's `promoted` row goes with its order's insert.
-// events/relay.ts sends the rows to RabbitMQ. With events off (no EVENTS_AMQP_URL) nothing is
+// events/event-relay.ts sends the rows to RabbitMQ. With events off (no EVENTS_AMQP_URL) nothing is
 // written and the writers' transactions are unchanged.
 import { sql, type Transaction } from 'kysely';
 import { dialectOf, type SqlDialect } from '../infra/db/dialect.js';

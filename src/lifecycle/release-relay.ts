@@ -11,7 +11,7 @@ import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
-import type { OrderEvents } from '../orders/events.js';
+import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -29,7 +29,7 @@ export interface ReleaseRelayDeps {
   redisState: VoucherRedisState;
   moves: SegmentMoves;
   keys: KeySpace;
-  events: OrderEvents;
+  pubsub: OrderPubSub;
 }
 
 export interface ReleaseRelay {
@@ -47,7 +47,7 @@ interface OutboxRow {
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, scripts, ids, directory, redisState, moves, keys, events } = deps;
+  const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events } = deps;
 
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.get(BigInt(row.voucher_id));

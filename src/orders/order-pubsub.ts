@@ -8,10 +8,10 @@
 // expires, renewed while it listens), and publishers look at that set at most twice a second. A
 // process that starts listening may miss up to that long of other processes' events.
 import { randomUUID } from 'node:crypto';
-import type { RedisClient } from '../infra/redis/redis-client.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/client.js';
+import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/connections.js';
 
 import type { OrderEventType } from '../infra/db/types.js';
 
@@ -34,7 +34,7 @@ export type OrderEventListener = (event: OrderEvent) => void;
 const PRESENCE_TTL_MS = 6_000;
 const LOOK_EVERY_MS = 500;
 
-export interface OrderEvents {
+export interface OrderPubSub {
   /** Whether any process has listeners now (cached); publishing is skipped otherwise. */
   wanted(): boolean;
   /** Publishes a batch of events in one message, if wanted; never throws (events are best effort). */
@@ -44,13 +44,13 @@ export interface OrderEvents {
   close(): Promise<void>;
 }
 
-export interface OrderEventsDeps {
+export interface OrderPubSubDeps {
   redis: RedisClient;
   keys: KeySpace;
   log: Logger;
 }
 
-export function createOrderEvents({ redis, keys, log }: OrderEventsDeps): OrderEvents {
+export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderPubSub {
   const channel = keys.orderEvents();
   const pubSub = pubSubOf(redis);
   const presence = `${channel}:listening`;
