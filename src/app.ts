@@ -109,7 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await registerTrafficGuards(app, deps.trafficGuards);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'seckill engine', version: '0.1.0', description: 'Flash-sale engine API (see API.md)' },
+      info: { title: 'seckill engine', version: '0.1.0', description: 'Flash-sale engine API (docs/api.md in the repository)' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
       security: [{ bearer: [] }],
     },

@@ -1,4 +1,4 @@
-// Error codes of the external contract (API.md) and the one error type routes throw.
+// Error codes of the external contract (docs/api.md) and the one error type routes throw.
 
 export const ErrorCode = {
   INVALID_REQUEST: 400,

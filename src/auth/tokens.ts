@@ -1,4 +1,4 @@
-// HS256 bearer tokens (API.md "Identity"): `sub` = user id, `role: "admin"` grants admin routes.
+// HS256 bearer tokens (docs/api.md, "Identity"): `sub` = user id, `role: "admin"` grants admin routes.
 // Verification is synchronous and hand-written on node:crypto: it runs on every claim, and
 // fast-jwt's general verifier (decoder, validator tables, error objects) cost twice the HMAC
 // itself. It accepts what fast-jwt's createVerifier({ algorithms: ['HS256'] }) accepts: three

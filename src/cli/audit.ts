@@ -4,7 +4,7 @@ import { parseId } from '../id-text.js';
 import { createLogger } from '../logger.js';
 
 /**
- * `seckill audit --voucher ID [--json]`: the invariants of DESIGN.md §2 on both stores, safe on a
+ * `seckill audit --voucher ID [--json]`: the invariants of docs/design.md ("Invariants") on both stores, safe on a
  * live system. Exit code 1 when any invariant fails (3 when the voucher does not exist).
  */
 export async function audit(config: Config, opts: { voucher: string; json?: boolean }): Promise<void> {

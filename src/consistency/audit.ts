@@ -1,4 +1,4 @@
-// The invariants of DESIGN.md §2 for one voucher, evaluated against both stores. On a live system
+// The invariants of docs/design.md ("Invariants") for one voucher, evaluated against both stores. On a live system
 // (`seckill audit`) Redis is compared with what the database implies once in-flight orders and
 // pending releases are accounted for (observe.ts), but an order in flight for over 30 s is reported, so work in flight is not drift; with
 // `drained` (tests, demo, bench verdicts) in-flight orders are themselves a failure.

@@ -1,4 +1,4 @@
-// The deployment under test, through its public API only (API.md): the bench needs nothing but a
+// The deployment under test, through its public API only (docs/api.md): the bench needs nothing but a
 // URL and tokens, so it runs against any `seckill serve`, local or not.
 import type { VoucherAudit } from '../consistency/audit.js';
 import { JsonClient, type JsonResponse } from './http-client.js';

@@ -1,4 +1,4 @@
-// The verdict of a run: the deployment's own audit of both stores (the invariants of DESIGN.md §2)
+// The verdict of a run: the deployment's own audit of both stores (the invariants of docs/design.md ("Invariants"))
 // read into oversold / lost / duplicated counts, and cross-checked against what the buyers were
 // told, counted on the client's side. Everything here is expected to be zero / true.
 import type { VoucherAudit, VoucherStats } from './deployment.js';

@@ -16,7 +16,7 @@ export interface OrderView {
   failureReason?: string;
 }
 
-/** Response schema of an order (API.md). */
+/** Response schema of an order (docs/api.md). */
 export const OrderBody = Type.Object({
   id: Type.String(),
   voucherId: Type.String(),

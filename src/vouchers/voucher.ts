@@ -38,7 +38,7 @@ export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
   };
 }
 
-/** JSON shape of API.md: ids as strings, times as ISO-8601. */
+/** JSON shape of docs/api.md: ids as strings, times as ISO-8601. */
 export function voucherJson(v: Voucher, available: number) {
   return {
     id: v.id.toString(),

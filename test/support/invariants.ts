@@ -1,4 +1,4 @@
-// Asserts the invariants of DESIGN.md §2 (src/audit) on a drained voucher.
+// Asserts the invariants of docs/design.md ("Invariants") (src/audit) on a drained voucher.
 import assert from 'node:assert/strict';
 import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
 import type { Container } from '../../src/container.js';
