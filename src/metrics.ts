@@ -5,7 +5,6 @@ export function claimOutcomeClass(statusCode: number): 'accepted' | 'refused' | 
   return statusCode < 400 ? 'accepted' : statusCode < 500 ? 'refused' : 'unavailable';
 }
 
-
 export interface Metrics {
   registry: Registry;
   claims: Counter<'outcome'>;
@@ -38,6 +37,18 @@ export interface Metrics {
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    ...claimMetrics(registry),
+    ...pipelineMetrics(registry),
+    ...lifecycleMetrics(registry),
+    ...consistencyMetrics(registry),
+    ...eventMetrics(registry),
+  };
+}
+
+/** The claim route: outcomes of the admission, error answers, and how long an answer took. */
+function claimMetrics(registry: Registry): Pick<Metrics, 'claims' | 'countClaim' | 'errors' | 'countError' | 'observeClaim'> {
   const claims = new Counter({
     name: 'seckill_claims_total',
     help:
@@ -46,6 +57,38 @@ export function createMetrics(): Metrics {
     labelNames: ['outcome'] as const,
     registers: [registry],
   });
+  const errors = new Counter({
+    name: 'seckill_error_answers_total',
+    help:
+      'Error answers by code (RATE_LIMITED, UNAVAILABLE, CLAIM_TOKEN_*, SOLD_OUT, ...), whichever layer refused; ' +
+      'sold-out answers of the claim route\'s first hook are counted in seckill_claims_total{outcome="sold_out_cached"} only.',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const claimDuration = new Histogram({
+    name: 'seckill_claim_duration_seconds',
+    help:
+      'Time the claim route took to answer, from the request read to the answer sent, by outcome class: ' +
+      'accepted (2xx), refused (4xx: sold out, limits, rate limits) or unavailable (5xx).',
+    labelNames: ['outcome'] as const,
+    // An admission takes ~1-20 ms under load; the tail up to a second shows an overloaded box.
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [registry],
+  });
+  const claim = cachedChildren((outcome) => claims.labels(outcome));
+  const error = cachedChildren((code) => errors.labels(code));
+  const duration = cachedChildren((outcome) => claimDuration.labels(outcome));
+  return {
+    claims,
+    countClaim: (outcome) => claim(outcome).inc(),
+    errors,
+    countError: (code) => error(code).inc(),
+    observeClaim: (statusCode, seconds) => duration(claimOutcomeClass(statusCode)).observe(seconds),
+  };
+}
+
+/** The order pipeline: what it stored, failed and retried, and how far behind the admissions it is. */
+function pipelineMetrics(registry: Registry): Pick<Metrics, 'stored' | 'failed' | 'retries' | 'watchPipelineLag' | 'watchStreamBacklog'> {
   const stored = new Counter({
     name: 'seckill_orders_stored_total',
     help: 'Admitted orders stored in the database by this process.',
@@ -60,57 +103,6 @@ export function createMetrics(): Metrics {
   const retries = new Counter({
     name: 'seckill_pipeline_retries_total',
     help: 'Order batches retried after a transient database error.',
-    registers: [registry],
-  });
-  const expired = new Counter({
-    name: 'seckill_orders_expired_total',
-    help: 'Unpaid orders expired by this process (units given back; waitlist served from them).',
-    registers: [registry],
-  });
-  const repairs = new Counter({
-    name: 'seckill_reconcile_repairs_total',
-    help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-  });
-  const redisDataLosses = new Counter({
-    name: 'seckill_redis_data_losses_total',
-    help: 'Times this process noticed that Redis had lost its data (restart without persistence, failover to an empty replica, flush).',
-    registers: [registry],
-  });
-  const errors = new Counter({
-    name: 'seckill_error_answers_total',
-    help:
-      'Error answers by code (RATE_LIMITED, UNAVAILABLE, CLAIM_TOKEN_*, SOLD_OUT, ...), whichever layer refused; ' +
-      'sold-out answers of the claim route\'s first hook are counted in seckill_claims_total{outcome="sold_out_cached"} only.',
-    labelNames: ['code'] as const,
-    registers: [registry],
-  });
-  const eventsPublished = new Counter({
-    name: 'seckill_events_published_total',
-    help: 'Order events this process published to RabbitMQ and the broker confirmed (then deleted from the outbox).',
-    registers: [registry],
-  });
-  const eventRelayFailures = new Counter({
-    name: 'seckill_events_relay_failures_total',
-    help: 'Rounds of the order-event relay that failed (broker or database unavailable, no confirm); their events stay in the outbox and are sent again.',
-    registers: [registry],
-  });
-  const claimDuration = new Histogram({
-    name: 'seckill_claim_duration_seconds',
-    help:
-      'Time the claim route took to answer, from the request read to the answer sent, by outcome class: ' +
-      'accepted (2xx), refused (4xx: sold out, limits, rate limits) or unavailable (5xx).',
-    labelNames: ['outcome'] as const,
-    // An admission takes ~1-20 ms under load; the tail up to a second shows an overloaded box.
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [registry],
-  });
-  const claimChildren = new Map<string, ReturnType<Histogram<'outcome'>['labels']>>();
-  const expiryLateness = new Histogram({
-    name: 'seckill_expiry_lateness_seconds',
-    help: 'How late the payment timer expired each unpaid order (expired at − expires_at, database time).',
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
     registers: [registry],
   });
   let lagProbe: (() => number) | null = null;
@@ -136,6 +128,63 @@ export function createMetrics(): Metrics {
     async collect() {
       if (backlogProbe) this.set(await backlogProbe().catch(() => NaN));
     },
+  });
+  return {
+    stored,
+    failed,
+    retries,
+    watchPipelineLag: (read) => {
+      lagProbe = read;
+    },
+    watchStreamBacklog: (read) => {
+      backlogProbe = read;
+    },
+  };
+}
+
+/** The payment timer: orders expired and how late. */
+function lifecycleMetrics(registry: Registry): Pick<Metrics, 'expired' | 'expiryLateness'> {
+  const expired = new Counter({
+    name: 'seckill_orders_expired_total',
+    help: 'Unpaid orders expired by this process (units given back; waitlist served from them).',
+    registers: [registry],
+  });
+  const expiryLateness = new Histogram({
+    name: 'seckill_expiry_lateness_seconds',
+    help: 'How late the payment timer expired each unpaid order (expired at − expires_at, database time).',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  return { expired, expiryLateness };
+}
+
+/** Redis against the truth: drift reconciliation repaired, and data Redis lost. */
+function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses'> {
+  const repairs = new Counter({
+    name: 'seckill_reconcile_repairs_total',
+    help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const redisDataLosses = new Counter({
+    name: 'seckill_redis_data_losses_total',
+    help: 'Times this process noticed that Redis had lost its data (restart without persistence, failover to an empty replica, flush).',
+    registers: [registry],
+  });
+  return { repairs, redisDataLosses };
+}
+
+/** Order events: published to RabbitMQ, failed rounds of the relay, and the outbox still to send. */
+function eventMetrics(registry: Registry): Pick<Metrics, 'eventsPublished' | 'eventRelayFailures' | 'watchEventOutbox'> {
+  const eventsPublished = new Counter({
+    name: 'seckill_events_published_total',
+    help: 'Order events this process published to RabbitMQ and the broker confirmed (then deleted from the outbox).',
+    registers: [registry],
+  });
+  const eventRelayFailures = new Counter({
+    name: 'seckill_events_relay_failures_total',
+    help: 'Rounds of the order-event relay that failed (broker or database unavailable, no confirm); their events stay in the outbox and are sent again.',
+    registers: [registry],
   });
   type OutboxReading = { backlog: number; oldestAgeSeconds: number };
   let probe: (() => Promise<OutboxReading>) | null = null;
@@ -167,44 +216,20 @@ export function createMetrics(): Metrics {
     },
   });
   return {
-    registry,
-    claims,
-    countClaim: cachedLabel(claims),
-    errors,
-    countError: cachedLabel(errors),
-    stored,
-    failed,
-    retries,
-    expired,
-    repairs,
-    redisDataLosses,
     eventsPublished,
     eventRelayFailures,
     watchEventOutbox: (read) => {
       probe = read;
     },
-    observeClaim: (statusCode, seconds) => {
-      const outcome = claimOutcomeClass(statusCode);
-      let child = claimChildren.get(outcome);
-      if (!child) claimChildren.set(outcome, (child = claimDuration.labels(outcome)));
-      child.observe(seconds);
-    },
-    watchPipelineLag: (read) => {
-      lagProbe = read;
-    },
-    watchStreamBacklog: (read) => {
-      backlogProbe = read;
-    },
-    expiryLateness,
   };
 }
 
-/** inc() by one label value, with the label child cached (no label hashing per request). */
-function cachedLabel<L extends string>(counter: Counter<L>): (value: string) => void {
-  const children = new Map<string, ReturnType<Counter<L>['labels']>>();
+/** A metric's child for one label value, made once (no label hashing per request). */
+function cachedChildren<C>(labels: (value: string) => C): (value: string) => C {
+  const children = new Map<string, C>();
   return (value) => {
     let child = children.get(value);
-    if (!child) children.set(value, (child = counter.labels(value)));
-    child.inc();
+    if (!child) children.set(value, (child = labels(value)));
+    return child;
   };
 }

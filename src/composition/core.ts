@@ -104,19 +104,19 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
     const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
-    const releaseRelay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, pubsub: pubsub });
+    const releaseRelay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, pubsub });
     const releases = createReleases({
-      db, releaseRelay: releaseRelay, pubsub: pubsub, log, eventOutbox: eventOutbox,
+      db, releaseRelay, pubsub, log, eventOutbox,
       expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
     });
     const reconciler = createReconciler({
-      db, redis, keys, scripts, directory, redisState, moves, releaseRelay: releaseRelay, releases, log,
+      db, redis, keys, scripts, directory, redisState, moves, releaseRelay, releases, log,
       staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
       onRepair: (kind) => metrics.repairs.inc({ kind }),
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub: pubsub, eventOutbox: eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay: releaseRelay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay, releases, reconciler,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

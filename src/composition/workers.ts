@@ -1,6 +1,7 @@
 // The workers' role on top of the core: the order pipeline, the payment timer, scheduled
-// reconciliation and the order-event relay (with EVENTS_AMQP_URL). Each starts at most once and registers its own stop with the core's closer,
-// so close() stops the workers before the clients they use.
+// reconciliation and the order-event relay (with EVENTS_AMQP_URL). Each starts at most once and
+// registers its own stop with the core's closer, so close() stops the workers before the clients
+// they use.
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
@@ -25,7 +26,7 @@ export interface Workers {
 }
 
 export function createWorkers(core: Core): Workers {
-  const { config, log, redis, db, keys, scripts, metrics, pubsub: events, eventOutbox: outbox, releaseRelay: relay, releases, reconciler, closer, redisWatch } = core;
+  const { config, log, redis, db, keys, scripts, metrics, pubsub, eventOutbox, releaseRelay, releases, reconciler, closer, redisWatch } = core;
   /** Starts once; its stop joins the closer as soon as it exists. */
   const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
     let started: Promise<T> | null = null;
@@ -51,12 +52,12 @@ export function createWorkers(core: Core): Workers {
         claimIdleMs: config.claimIdleMs,
         maxDeliveries: config.maxDeliveries,
       },
-      eventOutbox: outbox,
+      eventOutbox,
       events: {
         stored: (n) => metrics.stored.inc(n),
         failed: (reason) => metrics.failed.inc({ reason }),
         retried: () => metrics.retries.inc(),
-        announce: events,
+        announce: pubsub,
       },
     });
     // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
@@ -72,7 +73,7 @@ export function createWorkers(core: Core): Workers {
     if (!expiry) {
       const started = ExpiryWorker.start({
         releases,
-        releaseRelay: relay,
+        releaseRelay,
         log,
         pollMs: config.expiryPollMs,
         batch: config.expiryBatch,
@@ -104,11 +105,11 @@ export function createWorkers(core: Core): Workers {
       onPublished: (n) => metrics.eventsPublished.inc(n),
       onFailed: () => metrics.eventRelayFailures.inc(),
     });
-    outbox.onCommitted(() => eventRelay.nudge());
+    eventOutbox.onCommitted(() => eventRelay.nudge());
     metrics.watchEventOutbox(() => outboxBacklog(db));
     return eventRelay;
   });
-  const startEventRelay = async () => (outbox.enabled ? startRelay() : null);
+  const startEventRelay = async () => (eventOutbox.enabled ? startRelay() : null);
 
   return {
     startPipeline,
