@@ -1,10 +1,14 @@
 // GET /readyz: each dependency's state and latency. Ready (200) while both stores answer, even
 // slowly ("degraded": slow, or Redis lost its data in the last minute); 503 when one is down.
+// A dependency that does not answer within PROBE_DEADLINE_MS is down: a database that stops
+// sending bytes without closing its sockets would otherwise hold the probe (and the load
+// balancer asking it) for as long as the driver waits.
 import { sql } from 'kysely';
 import type { Db } from './infra/db/database.js';
 import type { DependencyState, RedisHealth, RedisWatch } from './infra/redis/redis-watch.js';
 
 const SLOW_DB_MS = 250;
+export const PROBE_DEADLINE_MS = 800;
 
 export interface DependencyReport {
   state: DependencyState;
@@ -18,10 +22,19 @@ export interface Readiness {
   database: DependencyReport;
 }
 
-async function databaseReport(db: Db): Promise<DependencyReport> {
+/** Resolves as `probe` does, or rejects once `ms` have passed (the probe itself goes on). */
+function withinDeadline<T>(probe: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([probe, deadline]).finally(() => clearTimeout(timer));
+}
+
+async function databaseReport(db: Db, deadlineMs: number): Promise<DependencyReport> {
   const started = performance.now();
   try {
-    await sql`select 1`.execute(db);
+    await withinDeadline(sql`select 1`.execute(db), deadlineMs);
     const latencyMs = Math.round((performance.now() - started) * 10) / 10;
     return { state: latencyMs > SLOW_DB_MS ? 'degraded' : 'ok', latencyMs };
   } catch (err) {
@@ -29,10 +42,13 @@ async function databaseReport(db: Db): Promise<DependencyReport> {
   }
 }
 
-export function readinessCheck({ redisWatch, db }: { redisWatch: Pick<RedisWatch, 'check' | 'current'>; db: Db }): () => Promise<Readiness> {
+export function readinessCheck({ redisWatch, db, deadlineMs = PROBE_DEADLINE_MS }: { redisWatch: Pick<RedisWatch, 'check' | 'current'>; db: Db; deadlineMs?: number }): () => Promise<Readiness> {
   return async () => {
-    const [, database] = await Promise.all([redisWatch.check(), databaseReport(db)]);
-    const redis = redisWatch.current();
+    const [redisAnswered, database] = await Promise.all([
+      withinDeadline(redisWatch.check(), deadlineMs).then(() => true, () => false),
+      databaseReport(db, deadlineMs),
+    ]);
+    const redis: RedisHealth = redisAnswered ? redisWatch.current() : { ...redisWatch.current(), state: 'down', latencyMs: null, error: `no answer within ${deadlineMs} ms` };
     const states = [redis.state, database.state];
     const status = states.includes('down') ? 'unavailable' : states.includes('degraded') ? 'degraded' : 'ready';
     return { status, redis, database };

@@ -1,10 +1,17 @@
-// A TCP proxy the tests can cut and restore, to make the database unreachable for one test file
-// without stopping the MariaDB server other files are using.
+// A TCP proxy the tests can cut and restore, or make silent, to make the database unreachable for
+// one test file without stopping the MariaDB server other files are using.
 import net from 'node:net';
+
+function forward([client, upstream]: [net.Socket, net.Socket]): void {
+  client.pipe(upstream).pipe(client);
+}
 
 export class TcpProxy {
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
+  /** Each connection's two sockets, for stall() and resume(). */
+  private readonly pairs = new Set<[net.Socket, net.Socket]>();
+  private silent = false;
   port = 0;
 
   constructor(
@@ -20,8 +27,13 @@ export class TcpProxy {
         s.on('close', () => this.sockets.delete(s));
         s.on('error', () => {});
       }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
+      const pair: [net.Socket, net.Socket] = [client, upstream];
+      this.pairs.add(pair);
+      if (!this.silent) forward(pair);
+      client.on('close', () => {
+        this.pairs.delete(pair);
+        upstream.destroy();
+      });
       upstream.on('close', () => client.destroy());
     });
     await new Promise<void>((resolve, reject) => {
@@ -39,6 +51,26 @@ export class TcpProxy {
     this.server = null;
     for (const s of this.sockets) s.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /**
+   * Stops forwarding bytes, both ways, on every connection (new ones too) while keeping them all
+   * open: a server that hangs rather than one that goes away (no RST, no FIN, nothing).
+   */
+  stall(): void {
+    this.silent = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
+  }
+
+  /** Forwards again what was held back, and what comes next. */
+  resume(): void {
+    this.silent = false;
+    for (const pair of this.pairs) forward(pair);
   }
 
   /** Accepts connections again, on the same port. */

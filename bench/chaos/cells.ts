@@ -1,0 +1,259 @@
+// One cell of the fault campaign: a fault, a durability mode, a sale of some seconds. The engine
+// runs as its own processes (bench/chaos/engine.ts) on servers of the cell's own; buyers claim
+// through the fault (load.ts), the fault heals, the sale drains, and the checker (checker.ts) joins
+// every answer with both stores. What a mode promises under a fault is the list of anomalies that
+// must stay zero (PROMISES); the rest are measured and reported.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { settings } from '../../src/config.js';
+import { ROOT } from '../../test/support/processes.js';
+import { TcpProxy } from '../../test/support/tcp-proxy.js';
+import { waitFor } from '../../test/support/wait.js';
+import { type Anomaly, check, formatLine, type Report, type Verdict, verdict } from './checker.js';
+import { type Engine, startEngine } from './engine.js';
+import { createRecorder } from './history.js';
+import { sentinelHosts } from './hosts.js';
+import { readBack, startLoad } from './load.js';
+import { readStores } from './stores.js';
+import { ensureFaketime } from './faketime.js';
+
+export type Mode = 'memory' | 'fsync' | 'replica';
+export const MODES: readonly Mode[] = ['memory', 'fsync', 'replica'];
+
+/** What every mode promises under every fault. */
+const ALWAYS: readonly Anomaly[] = ['oversold', 'duplicates', 'ids-twice', 'limit-breach', 'stock-drift', 'quota-drift', 'inflight-left'];
+/** What a broken acknowledgement is: a 202 never stored or stored failed, a buyer acked past the limit, a replay with another id. */
+const ACKNOWLEDGEMENTS: readonly Anomaly[] = ['acked-lost', 'acked-failed', 'limit-breach-acked', 'replay-mismatch', 'processing-forever'];
+
+/** A fault as a cell sees it: what the engine needs to reach its servers, and the fault itself. */
+interface Staged {
+  env: Record<string, string>;
+  /** A command prefix for one API process (a wall clock of its own). */
+  wrap?: (index: number) => string[] | null;
+  /** Redis the checker reads after the heal (the current master), if it can. */
+  redisUrl(): Promise<string | undefined>;
+  inject(origins: string[]): Promise<void>;
+  heal(): Promise<void>;
+  /** Said in the cell's line: what the fault did (e.g. how long the failover took), asked of the API processes if need be. */
+  notes(origins: string[]): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+export interface Fault {
+  name: string;
+  about: string;
+  /** How long the fault lasts before it heals (ms). */
+  holdMs: number;
+  /** The anomalies each mode promises to keep at zero under this fault. */
+  promise(mode: Mode): readonly Anomaly[];
+  stage(mode: Mode, dir: string): Promise<Staged>;
+}
+
+const DATABASE_SERVER = process.env.CHAOS_DATABASE_SERVER || 'mysql://root@127.0.0.1:3306';
+const SHARED_REDIS = process.env.CHAOS_REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** The Sentinel master cut from its replicas and sentinels (not from the API) or paused, then healed. */
+function sentinelFault(name: string, about: string, holdMs: number, how: 'partition' | 'pause'): Fault {
+  return {
+    name,
+    about,
+    holdMs,
+    // An isolated or paused master that went on taking admissions loses them at its demotion:
+    // only `replica` (WAIT, min-replicas-to-write) promises that an acknowledgement survives.
+    promise: (mode) => (mode === 'replica' ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
+    async stage(mode, dir) {
+      const topology = await sentinelHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0, aof: mode === 'fsync' });
+      let injectedAt = 0;
+      let promotedAfterMs: number | null = null;
+      let masterPid = 0;
+      const watchFailover = async () => {
+        try {
+          await waitFor('a replica promoted', async () => (await topology.master().catch(() => 'm')) !== 'm', holdMs + 10_000, 100);
+          promotedAfterMs = Date.now() - injectedAt;
+        } catch {
+          // no failover within the hold: said in the notes
+        }
+      };
+      return {
+        env: { REDIS_SENTINELS: topology.sentinels, REDIS_SENTINEL_NAME: 'seckill', ...(mode === 'replica' ? { ADMIT_WAIT_TIMEOUT_MS: '200' } : {}) },
+        async redisUrl() {
+          const master = await topology.master().catch(() => 'unknown');
+          return master === 'unknown' ? undefined : `redis://${topology.hosts.address(master)}:6379`;
+        },
+        async inject() {
+          injectedAt = Date.now();
+          if (how === 'partition') await topology.hosts.cut('m', topology.others);
+          else {
+            masterPid = await topology.pid('m');
+            process.kill(masterPid, 'SIGSTOP');
+          }
+          void watchFailover();
+        },
+        async heal() {
+          if (how === 'partition') await topology.hosts.heal();
+          else process.kill(masterPid, 'SIGCONT');
+        },
+        notes: async () => [promotedAfterMs === null ? 'no failover' : `failover after ${(promotedAfterMs / 1000).toFixed(1)} s`],
+        stop: () => topology.hosts.down(),
+      };
+    },
+  };
+}
+
+/** The database stops answering without closing anything: a proxy in front of it holds every byte. */
+const databaseSilent: Fault = {
+  name: 'db-silent',
+  about: 'the database stops answering for the hold, its sockets left open (a proxy holds every byte)',
+  holdMs: 20_000,
+  promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
+  async stage() {
+    const server = new URL(DATABASE_SERVER);
+    const proxy = new TcpProxy(server.hostname, Number(server.port || (server.protocol.startsWith('postgres') ? 5432 : 3306)));
+    const port = await proxy.start();
+    server.port = String(port);
+    let probes: Promise<string> = Promise.resolve('');
+    return {
+      env: { REDIS_URL: SHARED_REDIS, CHAOS_DATABASE_SERVER: server.toString().replace(/\/$/, '') },
+      redisUrl: async () => SHARED_REDIS,
+      async inject(origins) {
+        proxy.stall();
+        // What a load balancer sees meanwhile: /readyz must answer, and say the database is down.
+        probes = (async () => {
+          await new Promise((r) => setTimeout(r, 2_000));
+          const started = Date.now();
+          const res = await request(`${origins[0]}/readyz`, { headersTimeout: 10_000 }).catch(() => null);
+          const body = res ? ((await res.body.json().catch(() => ({}))) as { database?: { state?: string } }) : {};
+          return `/readyz ${res?.statusCode ?? 'no answer'} in ${Date.now() - started} ms, database ${body.database?.state ?? '?'}`;
+        })();
+      },
+      heal: async () => proxy.resume(),
+      notes: async () => [await probes],
+      stop: () => proxy.stop(),
+    };
+  },
+};
+
+/** One of two API processes has its wall clock set 5 s back mid-sale (libfaketime; its monotonic clock is left alone). */
+const clockBack: Fault = {
+  name: 'clock-back',
+  about: "one API process's wall clock jumps 5 s back (and stays there)",
+  holdMs: 5_000,
+  promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
+  async stage(_mode, dir) {
+    const library = await ensureFaketime();
+    const offsetFile = join(dir, 'faketime');
+    writeFileSync(offsetFile, '+0s\n');
+    return {
+      env: { REDIS_URL: SHARED_REDIS },
+      wrap: (i) =>
+        i === 1 ? ['env', `LD_PRELOAD=${library}`, `FAKETIME_TIMESTAMP_FILE=${offsetFile}`, 'FAKETIME_NO_CACHE=1', 'FAKETIME_DONT_FAKE_MONOTONIC=1'] : null,
+      redisUrl: async () => SHARED_REDIS,
+      inject: async () => writeFileSync(offsetFile, '-5s\n'),
+      heal: async () => undefined, // a clock that went back stays back: the process lives on with it
+      // Proof that the jump reached the process's Date.now(): Node's HTTP server dates its answers with it.
+      async notes(origins) {
+        const dated = async (origin: string) => Date.parse((await request(`${origin}/healthz`)).headers.date as string);
+        const [own, faked] = await Promise.all([dated(origins[0]!), dated(origins[1]!)]);
+        return [`API 2's clock ${((faked - own) / 1000).toFixed(0)} s from API 1's`];
+      },
+      stop: async () => undefined,
+    };
+  },
+};
+
+export const FAULTS: readonly Fault[] = [
+  sentinelFault('sentinel-partition', 'the Sentinel master cut from its replicas and sentinels, not from the API, for 8 s', 8_000, 'partition'),
+  sentinelFault('master-pause', 'the Sentinel master paused (SIGSTOP) for 6 s, past the failover, then resumed', 6_000, 'pause'),
+  databaseSilent,
+  clockBack,
+];
+
+export interface CellResult {
+  fault: string;
+  mode: Mode;
+  report: Report;
+  verdict: Verdict;
+  auditOk: boolean;
+  /** Longest time between two acknowledgements while buyers were claiming (ms). */
+  longestGapMs: number;
+  /** From the heal to the drain: every admitted order stored (ms). */
+  recoveredMs: number;
+  line: string;
+}
+
+export interface CellOptions {
+  seconds: number;
+  /** Claims started per second. */
+  rate?: number;
+  log?: (line: string) => void;
+}
+
+/** The longest stretch between consecutive acknowledgements, from the first to the last. */
+function longestGap(ackTimes: number[]): number {
+  const sorted = [...ackTimes].sort((a, b) => a - b);
+  let gap = 0;
+  for (let i = 1; i < sorted.length; i++) gap = Math.max(gap, sorted[i]! - sorted[i - 1]!);
+  return gap;
+}
+
+export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, log = () => undefined }: CellOptions): Promise<CellResult> {
+  const dir = join(ROOT, '.services', `chaos-${process.pid}-${fault.name}-${mode}`);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const staged = await fault.stage(mode, dir);
+  let engine: Engine | null = null;
+  try {
+    const { CHAOS_DATABASE_SERVER: databaseServer = DATABASE_SERVER, ...env } = staged.env;
+    engine = await startEngine({
+      label: `${fault.name}_${mode}`,
+      env: { ...env, ADMIT_DURABILITY: mode },
+      databaseServer,
+      apis: 2,
+      wrap: staged.wrap,
+    });
+    log(`${fault.name}/${mode}: engine up`);
+    const durationMs = seconds * 1_000;
+    // Demand above supply: the sale sells out in the last quarter, so sold-out answers are tested too.
+    const stock = Math.max(50, Math.floor(rate * seconds * 0.75));
+    const now = Date.now();
+    const voucherId = await engine.createVoucher({ title: `chaos ${fault.name} ${mode}`, kind: 'seckill', stock, beginAt: new Date(now - 1_000).toISOString(), endAt: new Date(now + 3_600_000).toISOString(), perUserLimit: 1 });
+    const recorder = createRecorder(join(dir, 'history.jsonl'));
+    const load = startLoad({ origins: engine.apis.map((a) => a.origin), voucherId, recorder, firstUser: 1_000, rate, durationMs, patienceMs: fault.holdMs + 15_000 });
+    // The fault comes once the sale runs, and heals while buyers still claim.
+    const injectAt = Math.min(2_000, durationMs / 4);
+    await new Promise((r) => setTimeout(r, injectAt));
+    await staged.inject(engine.apis.map((a) => a.origin));
+    log(`${fault.name}/${mode}: fault injected`);
+    await new Promise((r) => setTimeout(r, fault.holdMs));
+    await staged.heal();
+    const healedAt = Date.now();
+    log(`${fault.name}/${mode}: healed`);
+    await load.done;
+    await load.close();
+    const claims = recorder.history().filter((op) => op.op === 'claim');
+    const acked = claims.filter((c) => c.outcome === 'ok');
+    log(`${fault.name}/${mode}: ${claims.length} claims, ${acked.length} acked; draining`);
+    const drainStarted = Date.now();
+    await engine.drained(voucherId, 60_000).catch(() => undefined);
+    const recoveredMs = Date.now() - healedAt;
+    // The operator's audit, reconciling first, within 30 s of the drain.
+    let audit = { ok: false, detail: '' };
+    while (Date.now() - drainStarted < 30_000 && !(audit = await engine.audit(voucherId)).ok) await new Promise((r) => setTimeout(r, 2_000));
+    const ackedOrders = [...new Map(acked.map((c) => [c.orderId!, { orderId: c.orderId!, userId: c.userId }])).values()];
+    await readBack(engine.apis.map((a) => a.origin), recorder, ackedOrders);
+    await recorder.close();
+    const stores = await readStores({ databaseUrl: engine.databaseUrl, redisUrl: await staged.redisUrl(), prefix: engine.prefix, voucherIds: [voucherId] });
+    const report = check(recorder.history(), stores, { soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
+    const v = verdict(report, fault.promise(mode));
+    const longestGapMs = longestGap(acked.map((c) => c.doneAt));
+    const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];
+    const line = `${formatLine(`${fault.name}/${mode}`, report)} (${notes.join(', ')})${v.ok && audit.ok ? '' : ' — BROKEN PROMISE'}`;
+    if (!audit.ok) log(`${fault.name}/${mode}: audit: ${audit.detail}`);
+    return { fault: fault.name, mode, report, verdict: v, auditOk: audit.ok, longestGapMs, recoveredMs, line };
+  } finally {
+    await engine?.stop().catch(() => undefined);
+    await staged.stop().catch(() => undefined);
+  }
+}
+

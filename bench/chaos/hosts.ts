@@ -1,0 +1,163 @@
+// Test hosts (network namespaces, scripts/test-hosts.sh) from TypeScript, and the Redis servers a
+// campaign puts on them. Every address handed out lives inside namespaces made here; `down` kills
+// what runs in them and removes them, and runs on every exit path of the process that made them.
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from '../../test/support/processes.js';
+import { waitFor } from '../../test/support/wait.js';
+
+const exec = promisify(execFile);
+const SCRIPT = join(ROOT, 'scripts/test-hosts.sh');
+
+const live = new Set<TestHosts>();
+let exitHooked = false;
+/** Hosts still up when the process leaves are removed synchronously (exit, Ctrl-C, a crash). */
+function removeOnExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  const removeAll = () => {
+    for (const hosts of live) hosts.downSync();
+  };
+  process.once('exit', removeAll);
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      removeAll();
+      process.exit(130);
+    });
+  }
+}
+
+export class TestHosts {
+  private constructor(
+    readonly net: number,
+    readonly addresses: Record<string, string>,
+  ) {}
+
+  static async up(hostNames: string[], net = 1 + Math.floor(Math.random() * 254)): Promise<TestHosts> {
+    removeOnExit();
+    const { stdout } = await exec('bash', [SCRIPT, 'up', '--net', String(net), ...hostNames]);
+    const addresses = Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(' ') as [string, string]));
+    const hosts = new TestHosts(net, addresses);
+    live.add(hosts);
+    return hosts;
+  }
+
+  address(host: string): string {
+    const a = this.addresses[host];
+    if (!a) throw new Error(`no test host ${host}`);
+    return a;
+  }
+
+  /** Runs a command inside `host` to its end. */
+  async exec(host: string, command: string[]): Promise<string> {
+    return (await exec('bash', [SCRIPT, 'exec', '--net', String(this.net), host, ...command])).stdout;
+  }
+
+  /** Drops packets between `a` and each of `others`, both ways (or only from `a` with oneWay). */
+  async cut(a: string, others: string[], { oneWay = false } = {}): Promise<void> {
+    for (const b of others) await exec('bash', [SCRIPT, 'cut', '--net', String(this.net), a, b, ...(oneWay ? ['--one-way'] : [])]);
+  }
+
+  async heal(): Promise<void> {
+    await exec('bash', [SCRIPT, 'heal', '--net', String(this.net)]);
+  }
+
+  async down(): Promise<void> {
+    live.delete(this);
+    await exec('bash', [SCRIPT, 'down', '--net', String(this.net)]);
+  }
+
+  downSync(): void {
+    live.delete(this);
+    try {
+      execFileSync('bash', [SCRIPT, 'down', '--net', String(this.net)], { stdio: 'ignore' });
+    } catch {
+      // Leaving anyway; `up --net N` removes leftovers next time.
+    }
+  }
+}
+
+export const REDIS_PORT = 6379;
+export const SENTINEL_PORT = 26379;
+export const MASTER_NAME = 'seckill';
+
+async function redisAnswers(hosts: TestHosts, host: string, port: number): Promise<boolean> {
+  try {
+    return (await hosts.exec(host, ['redis-cli', '-h', hosts.address(host), '-p', String(port), 'ping'])).includes('PONG');
+  } catch {
+    return false;
+  }
+}
+
+export interface SentinelHosts {
+  hosts: TestHosts;
+  /** REDIS_SENTINELS for the service. */
+  sentinels: string;
+  /** The host whose Redis is master now (asked of a sentinel). */
+  master(): Promise<string>;
+  /** The hosts of the master's replicas and of the sentinels: what a partition cuts the master from. */
+  others: string[];
+  /** The pid of the Redis server on `host`. */
+  pid(host: string): Promise<number>;
+}
+
+/**
+ * A Sentinel-managed Redis on test hosts: the master on `m`, a replica and a sentinel on each of
+ * `a` and `b`, a third sentinel on `c`. The tests and the API run in the root namespace and reach
+ * every host; a partition cuts `m` from a, b and c only. With `minReplicas`, every server refuses
+ * writes unless that many replicas are connected and at most `maxLagSeconds` behind (a master cut
+ * off from its replicas stops accepting writes after that long).
+ */
+export async function sentinelHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2, aof = false } = {}): Promise<SentinelHosts> {
+  const hosts = await TestHosts.up(['m', 'a', 'b', 'c']);
+  mkdirSync(dir, { recursive: true });
+  const redisOn = async (host: string, extra: string[]) => {
+    const path = join(dir, host);
+    mkdirSync(path, { recursive: true });
+    await hosts.exec(host, [
+      'redis-server', '--bind', hosts.address(host), '--port', String(REDIS_PORT), '--protected-mode', 'no', '--save', '', '--dir', path,
+      ...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+      '--repl-diskless-sync-delay', '0', '--min-replicas-to-write', String(minReplicas), '--min-replicas-max-lag', String(maxLagSeconds),
+      '--daemonize', 'yes', '--pidfile', join(path, 'redis.pid'), '--logfile', join(path, 'redis.log'), ...extra,
+    ]);
+    await waitFor(`redis on ${host}`, () => redisAnswers(hosts, host, REDIS_PORT), 10_000, 50);
+  };
+  await redisOn('m', []);
+  for (const r of ['a', 'b']) await redisOn(r, ['--replicaof', hosts.address('m'), String(REDIS_PORT)]);
+  for (const s of ['a', 'b', 'c']) {
+    const conf = join(dir, `sentinel-${s}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${SENTINEL_PORT}`, `bind ${hosts.address(s)}`, 'protected-mode no', 'daemonize yes',
+        `pidfile ${join(dir, `sentinel-${s}.pid`)}`, `logfile ${join(dir, `sentinel-${s}.log`)}`, `dir ${dir}`,
+        `sentinel monitor ${MASTER_NAME} ${hosts.address('m')} ${REDIS_PORT} 2`,
+        `sentinel down-after-milliseconds ${MASTER_NAME} 1000`, `sentinel failover-timeout ${MASTER_NAME} 5000`,
+        `sentinel parallel-syncs ${MASTER_NAME} 1`, '',
+      ].join('\n'),
+    );
+    await hosts.exec(s, ['redis-server', conf, '--sentinel']);
+  }
+  const sentinelSees = async (s: string) => {
+    const out = await hosts.exec(s, ['redis-cli', '-h', hosts.address(s), '-p', String(SENTINEL_PORT), 'sentinel', 'master', MASTER_NAME]).catch(() => '');
+    const lines = out.split('\n');
+    const field = (name: string) => lines[lines.indexOf(name) + 1];
+    return field('num-slaves') === '2' && field('num-other-sentinels') === '2';
+  };
+  for (const s of ['a', 'b', 'c']) await waitFor(`sentinel on ${s} to know 2 replicas and 2 sentinels`, () => sentinelSees(s), 30_000, 200);
+  const byAddress = Object.fromEntries(Object.entries(hosts.addresses).map(([h, a]) => [a, h]));
+  return {
+    hosts,
+    sentinels: ['a', 'b', 'c'].map((s) => `${hosts.address(s)}:${SENTINEL_PORT}`).join(','),
+    others: ['a', 'b', 'c'],
+    async master() {
+      const out = await hosts.exec('c', ['redis-cli', '-h', hosts.address('c'), '-p', String(SENTINEL_PORT), 'sentinel', 'get-master-addr-by-name', MASTER_NAME]);
+      return byAddress[out.split('\n')[0]!.trim()] ?? 'unknown';
+    },
+    async pid(host) {
+      return Number((await hosts.exec(host, ['cat', join(dir, host, 'redis.pid')])).trim());
+    },
+  };
+}
