@@ -15,7 +15,7 @@ interface Waiting {
 export interface AdmitOneOptions {
   /** The segment's shard; the voucher's own when absent. */
   shard?: number;
-  /** false: SHORT rather than SOLD_OUT when the segment has too few units (AdmitOptions). */
+  /** false: SEGMENT_SHORT rather than SOLD_OUT when the segment has too few units (AdmitOptions). */
   enrol?: boolean;
   /** false: the claim took its rate-limit tokens already (asked again after a borrow). */
   tokens?: boolean;

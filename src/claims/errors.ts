@@ -30,7 +30,7 @@ export function admitErrorOf(result: AdmitResult, voucher: Voucher): AppError | 
     case AdmitCode.LIMIT_EXCEEDED:
       return limitExceededError(voucher.perUserLimit);
     case AdmitCode.SOLD_OUT:
-    case AdmitCode.SHORT: // not answered: the claimer borrows and asks again
+    case AdmitCode.SEGMENT_SHORT: // not answered: the claimer borrows and asks again
       return soldOutError(result.waitlisted);
     case AdmitCode.KEY_REUSED:
       return keyReusedError(result.orderId, result.quantity);
@@ -52,5 +52,5 @@ export const ADMIT_OUTCOME: Record<AdmitCode, string> = {
   [AdmitCode.SOLD_OUT]: 'sold_out',
   [AdmitCode.KEY_REUSED]: 'key_reused',
   [AdmitCode.RATE_LIMITED]: 'rate_limited',
-  [AdmitCode.SHORT]: 'sold_out',
+  [AdmitCode.SEGMENT_SHORT]: 'sold_out',
 };

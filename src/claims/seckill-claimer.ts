@@ -63,7 +63,7 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
       const segments = claim.voucher.segmentShards.length;
       // Flagged: every segment was seen empty lately, so there is nothing to borrow.
       result = await admitWarm(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
-      for (let round = 1; result.code === AdmitCode.SHORT; round++) {
+      for (let round = 1; result.code === AdmitCode.SEGMENT_SHORT; round++) {
         const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
         // Nothing to borrow: sold out only if too few units are left anywhere, even on their way.
         everywhereShort = borrowed === 0 && (await moves.unitsLeft(claim.voucher)) < claim.quantity;

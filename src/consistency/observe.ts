@@ -74,7 +74,7 @@ export function combineSegments(segments: { shard: number; state: RedisState }[]
     for (const [user, units] of state.buyers) buyers.set(user, (buyers.get(user) ?? 0) + units);
   }
   return {
-    gen: segments.map(({ state }) => state.gen).join(','),
+    builtAt: segments.map(({ state }) => state.builtAt).join(','),
     stock,
     inflightCounter,
     buyers,
@@ -150,7 +150,7 @@ async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: big
   const now = await db.selectFrom('vouchers').select('version').where('id', '=', id).executeTakeFirst();
   if (now?.version !== read.side.version) return { kind: 'moved' };
   if (shards.length > 1) {
-    const moves = await Promise.all(shards.map((shard) => redis.hget(keys.voucher(voucherId, shard), 'mv')));
+    const moves = await Promise.all(shards.map((shard) => redis.hget(keys.voucher(voucherId, shard), 'moves')));
     if (moves.some((m, i) => Number(m ?? 0) !== read.segments[i]!.state.moves)) return { kind: 'moved' };
   }
   const observation = {

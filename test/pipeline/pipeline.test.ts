@@ -260,22 +260,17 @@ describe('stream entries', () => {
   const shard = 3;
   const expected = { shard, streamId: '5-1', orderId: '81', voucherId: 7n, userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), promoted: false, deliveries: 1 };
 
-  it('reads the one-field form written by the admit script', () => {
+  it('reads an entry as the admit script writes it', () => {
     assert.deepEqual(parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123']], 1), expected);
   });
 
   it('reads the mark of a waitlist promotion, and its in-flight record keeps it for an entry rebuilt from it', () => {
-    const legacy = ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123'];
-    const e = parseEntry(shard, ['5-1', [...legacy, 'p', '1']], 1) as OrderEntry;
+    const e = parseEntry(shard, ['5-1', ['d', '81|7|9|2|1700000000123|p']], 1) as OrderEntry;
     assert.deepEqual(e, { ...expected, promoted: true });
     const record = inflightRecord(inflightOfEntry(e));
     assert.equal(record, '7|9|2|1700000000123|5-1|p');
     assert.deepEqual(parseInflight('81', record, shard), inflightOfEntry(e));
     assert.equal(parseInflight('81', '7|9|2|1700000000123|5-1', shard).promoted, false);
-    // The release before reads the entry's five fields and the record's first five parts: the
-    // same order, unmarked, so a worker not upgraded yet stores a promotion like any order.
-    assert.deepEqual(parseEntry(shard, ['5-1', legacy], 1), expected);
-    assert.equal(record.split('|').slice(0, 5).join('|'), '7|9|2|1700000000123|5-1');
   });
 
   it('takes ids up to the largest signed 64-bit value, kept exact', () => {
@@ -283,15 +278,14 @@ describe('stream entries', () => {
     assert.deepEqual([e.orderId, e.voucherId, e.userId], ['9223372036854775807', 9223372036854775807n, '9223372036854775807']);
   });
 
-  it('reads the five-field form of entries written before it (still in a stream at an upgrade)', () => {
-    assert.deepEqual(parseEntry(shard, ['5-1', ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123']], 1), expected);
-  });
-
-  it('when an entry is malformed in either form, then it is reported with its fields', () => {
+  it('when an entry is malformed, then it is reported with its fields', () => {
     const bad: string[][] = [
       ['d', '81|7|9|2'],
       ['d', '81|7|9|2|1700000000123|extra'],
-      ['d', '81|7|9|2|1700000000123|p'],
+      ['d', '81|7|9|2|1700000000123|q'],
+      ['d', '81|7|9|2|1700000000123|p|p'],
+      ['d', '81|7|9|2|p'],
+      ['d', '81|7|9|2|1700000000123', 'p', '1'],
       ['d', '81|7|9|0|1700000000123'],
       ['d', 'x|7|9|2|1700000000123'],
       ['d', '81|7|9|2|soon'],
@@ -301,7 +295,7 @@ describe('stream entries', () => {
       ['d', '81|7|9|2|'],
       ['d', '81|7|9|0x10|1700000000123'],
       ['d', '81|7|9|2|1.7e12'],
-      ['o', '81', 'v', '7', 'u', '9', 'q', '2'],
+      ['o', '81', 'v', '7', 'u', '9', 'q', '2', 't', '1700000000123'],
       ['o', 'garbage'],
       [],
     ];
@@ -310,36 +304,5 @@ describe('stream entries', () => {
       assert.ok(isMalformed(e), JSON.stringify(fields));
       assert.match(e.reason, /^malformed entry: /);
     }
-  });
-});
-
-describe('order pipeline at an upgrade', () => {
-  it('when admissions in the five-field form are still in a stream, then they are stored like new ones', async () => {
-    const v = await createVoucher(t, { stock: 10 });
-    const id = BigInt(v.id);
-    const shard = t.c.keys.shardOf(id);
-    // What the admit script of the previous version left behind for one order.
-    await t.c.redis.hincrby(t.c.keys.voucher(id), 'stock', -1);
-    await t.c.redis.hincrby(t.c.keys.voucher(id), 'inflight', 1);
-    await t.c.redis.hset(t.c.keys.buyers(id), '501', 1);
-    const now = String(Date.now());
-    // Entry and in-flight record in one step, as the old script wrote them (a running pipeline
-    // must not see the one without the other).
-    await t.c.redis.eval(
-      "local id = redis.call('XADD', KEYS[1], '*', 'o', ARGV[1], 'v', ARGV[2], 'u', '501', 'q', '1', 't', ARGV[3]) " +
-        "redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. '|501|1|' .. ARGV[3] .. '|' .. id)",
-      2,
-      t.c.keys.orders(shard),
-      t.c.keys.inflight(shard),
-      '8000000501',
-      v.id,
-      now,
-    );
-    const admitted = await burst(t, v.id, range(510, 3));
-    await t.c.startPipeline();
-    await waitForDrain(t.c, v.id);
-    const truth = await assertInvariants(t.c, v.id, [...admitted, '8000000501']);
-    assert.equal(truth.orders.length, 4);
-    assert.ok(truth.orders.every((o) => o.status === 'pending_payment'));
   });
 });

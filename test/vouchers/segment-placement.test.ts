@@ -5,7 +5,7 @@ import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { chooseSegmentShards, homeShard, splitStock } from '../../src/vouchers/segments.js';
 
 const keys = createKeySpace('t', 12);
-const id = 386094071808000000n + 12345n;
+const id = 386094071808012345n; // a Snowflake id
 
 describe('segment placement', () => {
   it('puts K segments on K distinct shards, the first on the id\'s own shard', () => {

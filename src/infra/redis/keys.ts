@@ -2,26 +2,16 @@
 // shard, so each script touches one slot and Redis Cluster never answers CROSSSLOT.
 
 /**
- * Vouchers created from this moment on are placed by a hash of their id; earlier ones keep
- * `id mod SHARDS`, where their keys and stream entries already are. (The low bits of a Snowflake
- * id are its sequence, 0 for the first id of a millisecond: by `id mod SHARDS` nearly every voucher
- * landed on shard 0.)
+ * murmur3's 32-bit finaliser over both halves of the id: every bit of the id moves the result.
+ * A voucher's shard is `mix(id) % SHARDS`, not `id % SHARDS`: the low bits of a Snowflake id are
+ * its sequence, 0 for the first id of a millisecond, so by `id mod SHARDS` nearly every voucher
+ * would land on shard 0.
  */
-export const HASHED_PLACEMENT_SINCE_MS = Date.UTC(2026, 11, 1, 10, 0);
-/** The first Snowflake id of that moment (test/infra/redis/keys.test.ts checks it). */
-export const HASHED_PLACEMENT_FROM_ID = 386094071808000000n;
-
-/** murmur3's 32-bit finaliser over both halves of the id: every bit of the id moves the result. */
 export function mix(id: bigint): number {
   let h = Number(id & 0xffffffffn) ^ Math.imul(Number(id >> 32n), 0x9e3779b1);
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
   return (h ^ (h >>> 16)) >>> 0;
-}
-
-/** The shard of a voucher: fixed for its life (see HASHED_PLACEMENT_SINCE_MS). */
-function shardOfVoucher(voucherId: bigint, shards: number): number {
-  return voucherId < HASHED_PLACEMENT_FROM_ID ? Number(voucherId % BigInt(shards)) : mix(voucherId) % shards;
 }
 
 /**
@@ -33,7 +23,18 @@ export interface KeySpace {
   readonly prefix: string;
   readonly shards: number;
   shardOf(voucherId: bigint): number;
-  /** Hash: stock, begin (ms), end (ms), limit, inflight (orders admitted, not yet stored), mv (moves). */
+  /**
+   * Hash of the segment's sale state:
+   * - stock, begin (ms), end (ms), limit (units per user), expire (unix s, when the keys go),
+   *   waitcap (most users on the waitlist, 0: none), inflight (orders admitted, not yet stored);
+   * - builtAt: Redis time (µs) when warm-3.lua built this state; reconciliation repairs only the
+   *   state it observed, and a rebuilt one has another builtAt;
+   * - listAdditions: bumped whenever admit-n.lua gives a user an idempotency record or a waitlist
+   *   place, the two lists of users who may hear more than SOLD_OUT; "builtAt.listAdditions" is
+   *   the version of a sold-out snapshot (snapshot-3.lua);
+   * - moves: bumped by every step of a move of units into or out of the segment (lend, receive,
+   *   forget): unchanged between two reads means no unit moved.
+   */
   voucher(voucherId: bigint, shard?: number): string;
   /** Hash: userId -> units held (admitted or stored, not released). */
   buyers(voucherId: bigint, shard?: number): string;
@@ -86,7 +87,7 @@ export const allShards = (keys: Pick<KeySpace, 'shards'>): number[] => Array.fro
 
 export function createKeySpace(prefix: string, shards: number): KeySpace {
   const tag = (s: number) => `${prefix}:{s${s}}`;
-  const shardOf = (voucherId: bigint) => shardOfVoucher(voucherId, shards);
+  const shardOf = (voucherId: bigint) => mix(voucherId) % shards;
   // A segment's keys differ from another's only in the shard tag: the shard names the segment.
   const v = (voucherId: bigint, shard = shardOf(voucherId)) => `${tag(shard)}:v:${voucherId}`;
   return {

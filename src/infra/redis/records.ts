@@ -3,13 +3,10 @@
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
 //   (orderId -> "voucherId|userId|quantity|createdMs|streamId[|p]"), by lib/admission.lua (admit-n.lua,
 //   restock-7.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
-// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs", by
-//   lib/admission.lua and requeue-2.lua; or the five fields o v u q t of earlier versions, which a
-//   waitlist promotion still uses, with p = 1.
-// The promotion's marks ("|p" ending the record, p = 1 in the entry) let the pipeline write its
-// `promoted` event beside its `stored` one; the release before ignores them and reads an ordinary
-// order, so a rolling upgrade loses no promotion. The record keeps the mark so an entry rebuilt
-// from it (requeue) does too.
+// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
+//   lib/admission.lua and requeue-2.lua.
+// The mark "|p" ends both for a waitlist promotion, so the pipeline writes its `promoted` event
+// beside its `stored` one; the record keeps it so an entry rebuilt from it (requeue) does too.
 import { idText, parseId } from '../../id-text.js';
 
 export interface InflightOrder {
@@ -64,23 +61,17 @@ export type RawEntry = [id: string, fields: string[]];
 
 const DIGITS = /^\d{1,16}$/;
 
-/** [orderId, voucherId, userId, quantity, createdMs] of either format (missing ones undefined), and the promotion mark. */
-function entryValues(fields: string[]): { values: (string | undefined)[]; promoted: boolean } {
-  if (fields.length === 2 && fields[0] === 'd') return { values: fields[1]!.split('|'), promoted: false };
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
-  return { values: [f.o, f.v, f.u, f.q, f.t], promoted: f.p === '1' };
-}
-
 export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
-  const { values, promoted } = entryValues(fields);
+  const values = fields.length === 2 && fields[0] === 'd' ? fields[1]!.split('|') : [];
+  // Five values; a sixth only as the promotion mark.
+  const promoted = values[5] === PROMOTED;
   const orderId = idText(values[0] ?? '');
   const voucherId = parseId(values[1] ?? '');
   const userId = idText(values[2] ?? '');
   // Digits only: Number() would read "" as 0 and "0x10" as 16.
   const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
   const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
-  if (values.length !== 5 || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
+  if (values.length !== (promoted ? 6 : 5) || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
     return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {

@@ -4,12 +4,12 @@
 -- before it, exactly as if each had been a call of its own. Reads and writes are per batch, not
 -- per claim (one HMGET of the buyers' counts, one of their idempotency records, one write of each
 -- key at the end): in Redis, a command costs more than the Lua around it.
--- KEYS[1] voucher hash   {stock, begin, end, limit, expire, waitcap, gen, seen, inflight}; `seen` is
---                        bumped here whenever a user gains an idempotency record or a waitlist place
+-- KEYS[1] voucher hash   {stock, begin, end, limit, expire, waitcap, builtAt, listAdditions, inflight}
+--                        (fields: KeySpace.voucher in keys.ts); listAdditions is bumped here
 -- KEYS[2] buyers hash    userId -> units held
 -- KEYS[3] idempotency    "userId:key" -> "orderId:quantity"
 -- KEYS[4] in-flight hash (shard) orderId -> "voucherId|userId|quantity|createdMs|streamId"
--- KEYS[5] order stream (shard)
+-- KEYS[5] order stream (shard), one field d = "orderId|voucherId|userId|quantity|createdMs" per order
 -- KEYS[6] waitlist zset  userId scored by enrolment time (µs)
 -- KEYS[7] waitlist hash  userId -> quantity wanted
 -- KEYS[8] voucher token bucket  KEYS[8 + i] the token bucket of claim i's user (lib/bucket.lua),
@@ -17,15 +17,16 @@
 -- ARGV[1] voucherId
 -- ARGV[2] voucher rate (tokens/s; 0: off)  ARGV[3] voucher burst  ARGV[4] user rate  ARGV[5] user burst
 -- ARGV[6] 1: a claim this segment has too few units for is SOLD_OUT (and enrolled on the waitlist);
---         0: it is SHORT instead, and nothing is written for it (the caller borrows units from
---         another segment of the voucher first, then asks again with 1: segment-moves.ts)
+--         0: it is SEGMENT_SHORT instead, and nothing is written for it (the caller borrows
+--         units from another segment of the voucher first, then asks again with 1: segment-moves.ts)
 -- then per claim i (1-based), from ARGV[3 + 4i]: userId, orderId (new), quantity, idempotency key or ""
 -- Returns six values per claim, {code, orderId, quantity, waitlisted, closed, version}:
 --   0 ADMITTED · 1 REPLAYED (same idempotency key: earlier orderId, no new unit)
 --   2 MISSING (voucher state not in Redis: warm it, then retry) · 3 NOT_STARTED · 4 ENDED
 --   5 LIMIT_EXCEEDED · 6 SOLD_OUT (waitlisted 1 when the user is on the waitlist; closed 1 when no
---   unit is left for anyone and no place on the waitlist either; version "gen.seen") ·
---   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again) · 9 SHORT
+--   unit is left for anyone and no place on the waitlist either; version "builtAt.listAdditions") ·
+--   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again) ·
+--   9 SEGMENT_SHORT (only with ARGV[6] = 0: this segment has too few units, borrow and ask again)
 -- closed and version are 0 and "" unless SOLD_OUT.
 -- Checks come first and writes last: a rejected claim never changes stock. A claim that reaches
 -- the checks has taken a token from each enabled bucket.
@@ -38,7 +39,7 @@ local enrol = ARGV[6] == '1'
 local claims = (#ARGV - 6) / 4
 local out = {}
 
-local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'gen', 'seen', 'inflight')
+local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'builtAt', 'listAdditions', 'inflight')
 if v[1] == false then
   for i = 1, claims do
     out[#out + 1] = 2; out[#out + 1] = ''; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = ''
@@ -47,7 +48,7 @@ if v[1] == false then
 end
 local stock = tonumber(v[1])
 local cap = tonumber(v[6] or '0')
-local seen = tonumber(v[8] or '0')
+local listAdditions = tonumber(v[8] or '0')
 local now, nowMicros = sk_now()
 
 -- Every claim's buyer count and idempotency record, read once for the batch.
@@ -71,7 +72,7 @@ end
 -- What the batch writes, once each at the end.
 local admitted = 0
 local buyersChanged, inflightOut, recordsOut = {}, {}, {}
-local seenBefore = seen
+local listAdditionsBefore = listAdditions
 
 -- Token buckets: read once per batch, taken from claim by claim here, written once at the end
 -- (every claim of the batch sees the same Redis time, so this equals a read and write per claim).
@@ -104,7 +105,7 @@ end
 local function soldOut(waitlisted, waitlistFull)
   local closed = 0
   if stock < 1 and waitlistFull then closed = 1 end
-  return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. seen
+  return 6, '', 0, waitlisted, closed, (v[7] or '') .. '.' .. listAdditions
 end
 
 -- Claim i; returns its six values.
@@ -137,7 +138,7 @@ local function claim(i)
     -- Claims of one batch share a Redis time: + (i - 1) µs keeps their enrolment FIFO.
     redis.call('ZADD', KEYS[6], tonumber(nowMicros) + i - 1, userId)
     redis.call('HSET', KEYS[7], userId, quantity)
-    seen = seen + 1
+    listAdditions = listAdditions + 1
     redis.call('EXPIREAT', KEYS[6], v[5])
     redis.call('EXPIREAT', KEYS[7], v[5])
     return soldOut(1, waiting + 1 >= cap)
@@ -149,14 +150,13 @@ local function claim(i)
   held[userId] = held[userId] + quantity
   buyersChanged[userId] = true
   local order = sk_order(voucherId, userId, quantity, now)
-  local streamId = redis.call('XADD', KEYS[5], '*', 'd', orderId .. '|' .. order)
   inflightOut[#inflightOut + 1] = orderId
-  inflightOut[#inflightOut + 1] = order .. '|' .. streamId
+  inflightOut[#inflightOut + 1] = sk_enqueue(KEYS[5], orderId, order, '')
   if idemKey ~= '' then
     records[idemField] = orderId .. ':' .. quantity
     recordsOut[#recordsOut + 1] = idemField
     recordsOut[#recordsOut + 1] = records[idemField]
-    seen = seen + 1
+    listAdditions = listAdditions + 1
   end
   return 0, orderId, quantity, 0, 0, ''
 end
@@ -181,8 +181,8 @@ if #recordsOut > 0 then
   redis.call('HSET', KEYS[3], unpack(recordsOut))
   redis.call('EXPIREAT', KEYS[3], v[5])
 end
-if admitted > 0 or seen ~= seenBefore then
-  redis.call('HSET', KEYS[1], 'stock', stock, 'inflight', tonumber(v[9] or '0') + admitted, 'seen', seen)
+if admitted > 0 or listAdditions ~= listAdditionsBefore then
+  redis.call('HSET', KEYS[1], 'stock', stock, 'inflight', tonumber(v[9] or '0') + admitted, 'listAdditions', listAdditions)
 end
 if vTaken then sk_bucket_store(KEYS[8], vLevel, vRate, vBurst, now) end
 for key in pairs(uTaken) do sk_bucket_store(key, uLevel[key], uRate, uBurst, now) end

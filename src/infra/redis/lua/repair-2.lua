@@ -1,11 +1,11 @@
 -- repair: correct a voucher's Redis stock, in-flight counter and buyer counts by the drift that
 -- reconciliation confirmed. Corrections are offsets, so traffic that moved the counts since the
--- observation is kept; they apply only to the state that was observed (same `gen`: not rebuilt).
+-- observation is kept; they apply only to the state that was observed (same builtAt: not rebuilt).
 -- KEYS[1] voucher hash  KEYS[2] buyers hash
--- ARGV[1] gen observed  ARGV[2] stock offset  ARGV[3] in-flight counter offset
+-- ARGV[1] builtAt observed  ARGV[2] stock offset  ARGV[3] in-flight counter offset
 -- ARGV[4..] userId, offset, ... (a count that reaches 0 is removed)
 -- Returns 1 when applied, 0 when the state was rebuilt or is gone.
-if redis.call('HGET', KEYS[1], 'gen') ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'builtAt') ~= ARGV[1] then return 0 end
 redis.call('HINCRBY', KEYS[1], 'stock', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'inflight', ARGV[3])
 for i = 4, #ARGV, 2 do

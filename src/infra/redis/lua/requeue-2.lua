@@ -7,16 +7,8 @@
 --! include lib/admission.lua
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 -- The entry carries the record without its stream id (formats: lib/admission.lua).
-local record, promoted = ARGV[2], false
-if string.sub(record, -2) == '|p' then record, promoted = string.sub(record, 1, -3), true end
+local record, mark = ARGV[2], ''
+if string.sub(record, -#SK_PROMOTED) == SK_PROMOTED then record, mark = string.sub(record, 1, -#SK_PROMOTED - 1), SK_PROMOTED end
 local order = string.match(record, '^(.*)|[^|]*$')
-local streamId
-if promoted then
-  local voucherId, userId, quantity, createdMs = string.match(order, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-  streamId = sk_promoted_entry(KEYS[2], ARGV[1], voucherId, userId, quantity, createdMs)
-  redis.call('HSET', KEYS[1], ARGV[1], order .. '|' .. streamId .. '|p')
-else
-  streamId = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1] .. '|' .. order)
-  redis.call('HSET', KEYS[1], ARGV[1], order .. '|' .. streamId)
-end
+redis.call('HSET', KEYS[1], ARGV[1], sk_enqueue(KEYS[2], ARGV[1], order, mark))
 return 1

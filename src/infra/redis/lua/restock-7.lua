@@ -3,7 +3,7 @@
 -- same stream as a claim.
 -- KEYS[1] voucher hash  KEYS[2] buyers hash  KEYS[3] released hash (orderId -> 1: given back)
 -- KEYS[4] waitlist zset  KEYS[5] waitlist quantities  KEYS[6] in-flight hash (shard)
--- KEYS[7] order stream (shard)
+-- KEYS[7] order stream (shard): a promotion's entry ends in the mark "|p" (lib/admission.lua)
 -- ARGV[1] voucherId  ARGV[2] released orderId  ARGV[3] its userId  ARGV[4] its quantity
 --   (ARGV[2] "": nothing released, only promotions for units this segment has: a segment of the
 --   voucher lent it units for its waiting users, segment-moves.ts)

@@ -4,11 +4,12 @@
 -- KEYS[1] voucher hash  KEYS[2] idempotency hash ("userId:key" -> ...)  KEYS[3] waitlist zset
 -- ARGV[1] most users to return (bounds the time Redis spends here)
 -- Returns {version, n, n userIds with idempotency records..., waiting userIds...}, or {version, -1}
--- when the lists are longer than ARGV[1]. The version, "gen.seen" as admit-n.lua answers it, is
--- read atomically with the lists: `gen` changes when the state is rebuilt, `seen` whenever admit
--- adds a user to either list. (Restock only takes users off the waitlist, after which it is not
--- full, so no sold-out flag stands until an enrolment has moved the version again.)
-local v = redis.call('HMGET', KEYS[1], 'gen', 'seen')
+-- when the lists are longer than ARGV[1]. The version, "builtAt.listAdditions" as admit-n.lua
+-- answers it, is read atomically with the lists: builtAt changes when the state is rebuilt,
+-- listAdditions whenever admit adds a user to either list. (Restock only takes users off the
+-- waitlist, after which it is not full, so no sold-out flag stands until an enrolment has moved
+-- the version again.)
+local v = redis.call('HMGET', KEYS[1], 'builtAt', 'listAdditions')
 local version = (v[1] or '') .. '.' .. (v[2] or '0')
 if redis.call('HLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3]) > tonumber(ARGV[1]) then return {version, -1} end
 local out, seen = {version, 0}, {}

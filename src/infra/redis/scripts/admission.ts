@@ -14,8 +14,11 @@ export const AdmitCode = {
   SOLD_OUT: 6,
   KEY_REUSED: 7,
   RATE_LIMITED: 8,
-  /** Only with `enrol: false`: this segment has too few units; borrow from another, then ask again. */
-  SHORT: 9,
+  /**
+   * Only with `enrol: false`: this segment has too few units for the claim and nothing was written;
+   * the caller borrows units from another segment of the voucher, then asks again.
+   */
+  SEGMENT_SHORT: 9,
 } as const;
 export type AdmitCode = (typeof AdmitCode)[keyof typeof AdmitCode];
 
@@ -46,7 +49,7 @@ export interface AdmitOptions {
   limits?: ClaimRateLimits;
   /** The segment's shard (src/vouchers/segments.ts); the voucher's own shard when absent. */
   shard?: number;
-  /** false: a claim the segment has too few units for is SHORT, not SOLD_OUT (nor waitlisted). */
+  /** false: a claim the segment has too few units for is SEGMENT_SHORT, not SOLD_OUT (nor waitlisted). */
   enrol?: boolean;
 }
 

@@ -14,8 +14,8 @@ export interface Lent {
 
 /** A voucher segment's Redis state read in one atomic step. */
 export interface RedisState {
-  /** When this state was built (warm); repairs apply only to the state they observed. */
-  gen: string;
+  /** Redis time (µs) when this state was built (warm); repairs apply only to the state they observed. */
+  builtAt: string;
   stock: number;
   inflightCounter: number;
   buyers: Map<string, number>;
@@ -41,8 +41,8 @@ export interface Correction {
 export interface ReconcileScripts {
   /** null when the segment (the voucher's own shard by default) has no Redis state. */
   inspect(voucherId: bigint, shard?: number): Promise<RedisState | null>;
-  /** Adds the offsets to the segment's state built at `gen`; false when it was rebuilt since. */
-  repair(voucherId: bigint, shard: number, gen: string, correction: Correction): Promise<boolean>;
+  /** Adds the offsets to the segment's state built at `builtAt`; false when it was rebuilt since. */
+  repair(voucherId: bigint, shard: number, builtAt: string, correction: Correction): Promise<boolean>;
   /** Appends a new stream entry for an in-flight order whose entry was lost. */
   requeue(order: InflightOrder): Promise<boolean>;
   /** Gives a not-yet-stored stream entry its lost in-flight record back. */
@@ -64,7 +64,7 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
   const shardKeys = (shard: number) => [keys.inflight(shard), keys.orders(shard)];
   return {
     async inspect(voucherId, shard = keys.shardOf(voucherId)) {
-      const [exists, gen, stock, inflightCounter, buyers, released, inflight, lent, received, moves] = (await inspect(
+      const [exists, builtAt, stock, inflightCounter, buyers, released, inflight, lent, received, moves] = (await inspect(
         keys.voucher(voucherId, shard),
         keys.buyers(voucherId, shard),
         keys.released(voucherId, shard),
@@ -75,7 +75,7 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
       )) as [number, string, number, number, string[], string[], string[], string[], string[], number];
       if (exists === ABSENT) return null;
       return {
-        gen,
+        builtAt,
         stock,
         inflightCounter,
         buyers: new Map(pairsOf(buyers).map(([user, units]) => [user, Number(units)])),
@@ -89,9 +89,9 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
         moves,
       };
     },
-    async repair(voucherId, shard, gen, { stock, inflightCounter, buyers }) {
+    async repair(voucherId, shard, builtAt, { stock, inflightCounter, buyers }) {
       const pairs = [...buyers].flatMap(([user, offset]) => [user, offset]);
-      return (await repair(keys.voucher(voucherId, shard), keys.buyers(voucherId, shard), gen, stock, inflightCounter, ...pairs)) === APPLIED;
+      return (await repair(keys.voucher(voucherId, shard), keys.buyers(voucherId, shard), builtAt, stock, inflightCounter, ...pairs)) === APPLIED;
     },
     async requeue(order) {
       return (await requeue(...shardKeys(order.shard), order.orderId, inflightRecord(order))) === APPLIED;

@@ -245,8 +245,14 @@ describe('waitlist and restock scripts', () => {
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '0', 'the promoted user took the unit');
     assert.deepEqual(await redis.hgetall(keys.buyers(v)), { '2': '1' });
     assert.equal(await redis.zcard(keys.waitlist(v)), 0);
-    const inflight = await redis.hget(keys.inflight(keys.shardOf(v)), first.kind === 'restocked' ? first.promotions[0]!.orderId : '');
-    assert.match(inflight!, new RegExp(`^${v}\\|2\\|1\\|`), 'the promotion is an in-flight order like any admission');
+    const promotedId = first.kind === 'restocked' ? first.promotions[0]!.orderId : '';
+    const inflight = await redis.hget(keys.inflight(keys.shardOf(v)), promotedId);
+    assert.match(inflight!, new RegExp(`^${v}\\|2\\|1\\|\\d+\\|\\d+-\\d+\\|p$`), 'the promotion is an in-flight order like any admission, marked');
+    // Its entry has the one format of every entry, with the mark as a sixth value.
+    const entries = await redis.xrange(keys.orders(keys.shardOf(v)), '-', '+');
+    const entry = entries.find(([, f]) => f[1]!.startsWith(`${promotedId}|`))!;
+    const [voucherId, userId, quantity, createdMs, streamId] = inflight!.split('|');
+    assert.deepEqual(entry, [streamId, ['d', `${promotedId}|${voucherId}|${userId}|${quantity}|${createdMs}|p`]]);
   });
 
   it('skips a waiting user who already holds the limit, and leaves a head that wants more than is free in place', async () => {

@@ -1,6 +1,6 @@
-// requeue-2.lua rebuilds a lost stream entry from the order's in-flight record, in the entry format
-// of its kind: a waitlist promotion keeps its mark (lib/admission.lua), so the pipeline still writes
-// its `promoted` event when it stores the order.
+// requeue-2.lua rebuilds a lost stream entry from the order's in-flight record: a waitlist
+// promotion keeps its mark (lib/admission.lua), so the pipeline still writes its `promoted` event
+// when it stores the order.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createScripts } from '../../../../src/infra/redis/scripts/index.js';
@@ -18,21 +18,23 @@ async function requeueAndRead(order: InflightOrder) {
   const entry = parseEntry(shard, newest!, 1);
   assert.ok(!isMalformed(entry), JSON.stringify(newest));
   const record = parseInflight(order.orderId, (await redis.hget(keys.inflight(shard), order.orderId))!, shard);
-  return { entry, record, streamId: newest![0] };
+  return { entry, record, streamId: newest![0], fields: newest![1] };
 }
 
 describe('requeue of an order whose stream entry was lost', () => {
   const order: InflightOrder = { orderId: '91', voucherId: '7', userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), streamId: '1-1', shard, promoted: false };
 
   it('gives an ordinary order a new entry and points its record at it', async () => {
-    const { entry, record, streamId } = await requeueAndRead(order);
+    const { entry, record, streamId, fields } = await requeueAndRead(order);
+    assert.deepEqual(fields, ['d', '91|7|9|2|1700000000123']);
     assert.deepEqual({ ...entry, deliveries: undefined }, { ...order, voucherId: 7n, streamId, deliveries: undefined });
     assert.deepEqual(record, { ...order, streamId });
   });
 
   it('keeps the mark of a waitlist promotion in the new entry and the record', async () => {
     const promoted = { ...order, orderId: '92', promoted: true };
-    const { entry, record, streamId } = await requeueAndRead(promoted);
+    const { entry, record, streamId, fields } = await requeueAndRead(promoted);
+    assert.deepEqual(fields, ['d', '92|7|9|2|1700000000123|p']);
     assert.equal(!isMalformed(entry) && entry.promoted, true);
     assert.deepEqual(record, { ...promoted, streamId });
   });

@@ -1,7 +1,6 @@
--- Shared by admit and restock (inlined where a script says `--! include lib/admission.lua`):
+-- Shared by admit, restock and requeue (inlined where a script says `--! include lib/admission.lua`):
 -- the checks and the writes of one admission, so a waitlist promotion is admitted exactly like a
--- claim. Voucher hash fields: stock, begin, end, limit (per user), expire (unix s), waitcap, gen
--- (when this state was built: reconciliation repairs only the state it observed).
+-- claim. The voucher hash's fields are documented once, at KeySpace.voucher in keys.ts.
 
 -- 0 when the claim may be admitted, else 3 NOT_STARTED · 4 ENDED · 5 LIMIT_EXCEEDED · 6 SOLD_OUT
 -- (window first; limit before stock, so a repeat buyer hears LIMIT_EXCEEDED, not SOLD_OUT).
@@ -13,20 +12,23 @@ local function sk_check(stock, v, held, quantity, now)
   return 0
 end
 
--- The order's part of its stream entry and of its in-flight record.
--- Stream entry: ONE field d = "orderId|voucherId|userId|quantity|createdMs" (one field is much
--- cheaper for the pipeline to read than five). In-flight record, keyed by orderId:
--- "voucherId|userId|quantity|createdMs|streamId" (requeue-2.lua rebuilds the entry from it).
+-- The order's part of its stream entry and of its in-flight record (parsed in records.ts):
+-- "voucherId|userId|quantity|createdMs".
 local function sk_order(voucherId, userId, quantity, now)
   return voucherId .. '|' .. userId .. '|' .. quantity .. '|' .. now
 end
 
--- A waitlist promotion is marked, so the pipeline writes its `promoted` event with its `stored`
--- one: its entry has the five fields o v u q t and p = 1, its record ends in "|p". Workers of the
--- release before read both as an ordinary order (they ignore the extra field and part), so a
--- rolling upgrade stores every promotion (sk_promoted_entry is requeue-2.lua's too).
-local function sk_promoted_entry(streamKey, orderId, voucherId, userId, quantity, createdMs)
-  return redis.call('XADD', streamKey, '*', 'o', orderId, 'v', voucherId, 'u', userId, 'q', quantity, 't', createdMs, 'p', '1')
+-- Ends the entry and the record of a waitlist promotion, so the pipeline writes its `promoted`
+-- event with its `stored` one.
+local SK_PROMOTED = '|p'
+
+-- Appends an order to the shard's stream and returns its in-flight record. The entry is ONE field
+-- d = "orderId|" .. order .. mark (one field is much cheaper for the pipeline to read than one per
+-- value); the record, keyed by orderId, is order .. "|streamId" .. mark (requeue-2.lua rebuilds the
+-- entry from it). mark: '' or SK_PROMOTED.
+local function sk_enqueue(streamKey, orderId, order, mark)
+  local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order .. mark)
+  return order .. '|' .. streamId .. mark
 end
 
 -- Admits a waitlist promotion (restock-7.lua): takes the units, counts them for the buyer, records
@@ -37,6 +39,5 @@ local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId
   redis.call('HINCRBY', voucherKey, 'inflight', 1)
   redis.call('HINCRBY', buyersKey, userId, quantity)
   redis.call('EXPIREAT', buyersKey, expireAt)
-  local streamId = sk_promoted_entry(streamKey, orderId, voucherId, userId, quantity, now)
-  redis.call('HSET', inflightKey, orderId, sk_order(voucherId, userId, quantity, now) .. '|' .. streamId .. '|p')
+  redis.call('HSET', inflightKey, orderId, sk_enqueue(streamKey, orderId, sk_order(voucherId, userId, quantity, now), SK_PROMOTED))
 end
