@@ -54,14 +54,15 @@ const DATABASE_SERVER = process.env.CHAOS_DATABASE_SERVER || 'mysql://root@127.0
 const SHARED_REDIS = process.env.CHAOS_REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** The Sentinel master cut from its replicas and sentinels (not from the API) or paused, then healed. */
-function sentinelFault(name: string, about: string, holdMs: number, how: 'partition' | 'pause'): Fault {
+function sentinelFault(name: string, about: string, holdMs: number, how: 'partition' | 'pause' | 'kill-all'): Fault {
   return {
     name,
     about,
     holdMs,
     // An isolated or paused master that went on taking admissions loses them at its demotion:
-    // only `replica` (WAIT, min-replicas-to-write) promises that an acknowledgement survives.
-    promise: (mode) => (mode === 'replica' ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
+    // only `replica` (WAIT, min-replicas-to-write) promises that an acknowledgement survives. When
+    // every Redis process dies at once, only `fsync` (append-only file, fsync before the answer) does.
+    promise: (mode) => (mode === (how === 'kill-all' ? 'fsync' : 'replica') ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
     async stage(mode, dir) {
       const topology = await sentinelHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0, aof: mode === 'fsync' });
       let injectedAt = 0;
@@ -84,6 +85,7 @@ function sentinelFault(name: string, about: string, holdMs: number, how: 'partit
         async inject() {
           injectedAt = Date.now();
           if (how === 'partition') await topology.hosts.cut('m', topology.others);
+          else if (how === 'kill-all') return void (await topology.killAll());
           else {
             masterPid = await topology.pid('m');
             process.kill(masterPid, 'SIGSTOP');
@@ -92,6 +94,7 @@ function sentinelFault(name: string, about: string, holdMs: number, how: 'partit
         },
         async heal() {
           if (how === 'partition') await topology.hosts.heal();
+          else if (how === 'kill-all') await topology.restartAll();
           else process.kill(masterPid, 'SIGCONT');
         },
         notes: async () => [promotedAfterMs === null ? 'no failover' : `failover after ${(promotedAfterMs / 1000).toFixed(1)} s`],
@@ -165,6 +168,7 @@ const clockBack: Fault = {
 export const FAULTS: readonly Fault[] = [
   sentinelFault('sentinel-partition', 'the Sentinel master cut from its replicas and sentinels, not from the API, for 8 s', 8_000, 'partition'),
   sentinelFault('master-pause', 'the Sentinel master paused (SIGSTOP) for 6 s, past the failover, then resumed', 6_000, 'pause'),
+  sentinelFault('kill-all', 'every Redis process (master, replicas, sentinels) killed -9 at once, started again 3 s later', 3_000, 'kill-all'),
   databaseSilent,
   clockBack,
 ];

@@ -2,7 +2,7 @@
 // campaign puts on them. Every address handed out lives inside namespaces made here; `down` kills
 // what runs in them and removes them, and runs on every exit path of the process that made them.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../../test/support/processes.js';
@@ -101,6 +101,10 @@ export interface SentinelHosts {
   others: string[];
   /** The pid of the Redis server on `host`. */
   pid(host: string): Promise<number>;
+  /** kill -9 of every Redis process (servers and sentinels), all within a few milliseconds. */
+  killAll(): Promise<void>;
+  /** Starts every server and sentinel again as it was started (from its append-only file, if any). */
+  restartAll(): Promise<void>;
 }
 
 /**
@@ -113,15 +117,20 @@ export interface SentinelHosts {
 export async function sentinelHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2, aof = false } = {}): Promise<SentinelHosts> {
   const hosts = await TestHosts.up(['m', 'a', 'b', 'c']);
   mkdirSync(dir, { recursive: true });
+  const launches: { host: string; command: string[]; port: number }[] = [];
+  const launch = async (host: string, command: string[], port: number) => {
+    launches.push({ host, command, port });
+    await hosts.exec(host, command);
+  };
   const redisOn = async (host: string, extra: string[]) => {
     const path = join(dir, host);
     mkdirSync(path, { recursive: true });
-    await hosts.exec(host, [
+    await launch(host, [
       'redis-server', '--bind', hosts.address(host), '--port', String(REDIS_PORT), '--protected-mode', 'no', '--save', '', '--dir', path,
       ...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
       '--repl-diskless-sync-delay', '0', '--min-replicas-to-write', String(minReplicas), '--min-replicas-max-lag', String(maxLagSeconds),
       '--daemonize', 'yes', '--pidfile', join(path, 'redis.pid'), '--logfile', join(path, 'redis.log'), ...extra,
-    ]);
+    ], REDIS_PORT);
     await waitFor(`redis on ${host}`, () => redisAnswers(hosts, host, REDIS_PORT), 10_000, 50);
   };
   await redisOn('m', []);
@@ -138,7 +147,7 @@ export async function sentinelHosts(dir: string, { minReplicas = 0, maxLagSecond
         `sentinel parallel-syncs ${MASTER_NAME} 1`, '',
       ].join('\n'),
     );
-    await hosts.exec(s, ['redis-server', conf, '--sentinel']);
+    await launch(s, ['redis-server', conf, '--sentinel'], SENTINEL_PORT);
   }
   const sentinelSees = async (s: string) => {
     const out = await hosts.exec(s, ['redis-cli', '-h', hosts.address(s), '-p', String(SENTINEL_PORT), 'sentinel', 'master', MASTER_NAME]).catch(() => '');
@@ -157,7 +166,19 @@ export async function sentinelHosts(dir: string, { minReplicas = 0, maxLagSecond
       return byAddress[out.split('\n')[0]!.trim()] ?? 'unknown';
     },
     async pid(host) {
-      return Number((await hosts.exec(host, ['cat', join(dir, host, 'redis.pid')])).trim());
+      return Number(readFileSync(join(dir, host, 'redis.pid'), 'utf8').trim());
+    },
+    async killAll() {
+      const pids = [...['m', 'a', 'b'].map((h) => join(dir, h, 'redis.pid')), ...['a', 'b', 'c'].map((h) => join(dir, `sentinel-${h}.pid`))].map((f) =>
+        Number(readFileSync(f, 'utf8').trim()),
+      );
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+    },
+    async restartAll() {
+      for (const { host, command, port } of launches) {
+        await hosts.exec(host, command);
+        await waitFor(`redis on ${host}:${port} again`, () => redisAnswers(hosts, host, port), 20_000, 50);
+      }
     },
   };
 }
