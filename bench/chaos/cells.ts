@@ -13,7 +13,7 @@ import { waitFor } from '../../test/support/wait.js';
 import { type Anomaly, check, formatLine, type Report, type Verdict, verdict } from './checker.js';
 import { type Engine, startEngine } from './engine.js';
 import { createRecorder } from './history.js';
-import { sentinelHosts } from './hosts.js';
+import { clusterHosts, sentinelHosts } from './hosts.js';
 import { readBack, startLoad } from './load.js';
 import { readStores } from './stores.js';
 import { ensureFaketime } from './faketime.js';
@@ -104,6 +104,34 @@ function sentinelFault(name: string, about: string, holdMs: number, how: 'partit
   };
 }
 
+/** One master of a Redis Cluster cut from every other node (its replica among them), not from the API. */
+const clusterPartition: Fault = {
+  name: 'cluster-partition',
+  about: 'one master of a 3-master Redis Cluster cut from the other nodes, not from the API, for 8 s',
+  holdMs: 8_000,
+  promise: (mode) => (mode === 'replica' ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
+  async stage(mode, dir) {
+    const topology = await clusterHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0 });
+    let injectedAt = 0;
+    let failoverMs: number | null = null;
+    return {
+      env: { REDIS_CLUSTER_NODES: topology.nodes, ...(mode === 'replica' ? { ADMIT_WAIT_TIMEOUT_MS: '200' } : {}) },
+      redisUrl: async () => undefined, // the checker reads one server; the database is its evidence here
+      async inject() {
+        injectedAt = Date.now();
+        await topology.hosts.cut(topology.isolated, topology.others);
+        void waitFor('the isolated master replaced', () => topology.failedOver(), 20_000, 200).then(
+          () => (failoverMs = Date.now() - injectedAt),
+          () => undefined,
+        );
+      },
+      heal: () => topology.hosts.heal(),
+      notes: async () => [failoverMs === null ? 'no failover' : `failover after ${(failoverMs / 1000).toFixed(1)} s`],
+      stop: () => topology.hosts.down(),
+    };
+  },
+};
+
 /** The database stops answering without closing anything: a proxy in front of it holds every byte. */
 const databaseSilent: Fault = {
   name: 'db-silent',
@@ -169,6 +197,7 @@ export const FAULTS: readonly Fault[] = [
   sentinelFault('sentinel-partition', 'the Sentinel master cut from its replicas and sentinels, not from the API, for 8 s', 8_000, 'partition'),
   sentinelFault('master-pause', 'the Sentinel master paused (SIGSTOP) for 6 s, past the failover, then resumed', 6_000, 'pause'),
   sentinelFault('kill-all', 'every Redis process (master, replicas, sentinels) killed -9 at once, started again 3 s later', 3_000, 'kill-all'),
+  clusterPartition,
   databaseSilent,
   clockBack,
 ];
@@ -248,7 +277,7 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     await readBack(engine.apis.map((a) => a.origin), recorder, ackedOrders);
     await recorder.close();
     const stores = await readStores({ databaseUrl: engine.databaseUrl, redisUrl: await staged.redisUrl(), prefix: engine.prefix, voucherIds: [voucherId] });
-    const report = check(recorder.history(), stores, { soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
+    const report = check(recorder.history(), stores, { releaseLagMs: fault.holdMs, soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
     const v = verdict(report, fault.promise(mode));
     const longestGapMs = longestGap(acked.map((c) => c.doneAt));
     const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];

@@ -182,3 +182,57 @@ export async function sentinelHosts(dir: string, { minReplicas = 0, maxLagSecond
     },
   };
 }
+
+export interface ClusterHosts {
+  hosts: TestHosts;
+  /** REDIS_CLUSTER_NODES for the service. */
+  nodes: string;
+  /** The first master's host, and every other host (its replica among them). */
+  isolated: string;
+  others: string[];
+  /** Whether the isolated master's replica has taken its slots. */
+  failedOver(): Promise<boolean>;
+}
+
+/**
+ * A Redis Cluster on test hosts: masters on n0, n1, n2, a replica of each on n3, n4, n5 (as
+ * `redis-cli --cluster create` pairs them). A partition cuts n0 from every other node, not from
+ * the API; with a node timeout of 2 s its replica is promoted by the majority.
+ */
+export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2 } = {}): Promise<ClusterHosts> {
+  const names = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5'];
+  const hosts = await TestHosts.up(names);
+  mkdirSync(dir, { recursive: true });
+  for (const host of names) {
+    const path = join(dir, host);
+    mkdirSync(path, { recursive: true });
+    await hosts.exec(host, [
+      'redis-server', '--bind', hosts.address(host), '--port', String(REDIS_PORT), '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--dir', path,
+      '--cluster-enabled', 'yes', '--cluster-config-file', join(path, 'nodes.conf'), '--cluster-node-timeout', '2000',
+      '--min-replicas-to-write', String(minReplicas), '--min-replicas-max-lag', String(maxLagSeconds), '--repl-diskless-sync-delay', '0',
+      '--daemonize', 'yes', '--pidfile', join(path, 'redis.pid'), '--logfile', join(path, 'redis.log'),
+    ]);
+    await waitFor(`redis on ${host}`, () => redisAnswers(hosts, host, REDIS_PORT), 10_000, 50);
+  }
+  const node = (h: string) => `${hosts.address(h)}:${REDIS_PORT}`;
+  await hosts.exec('n0', ['redis-cli', '--cluster', 'create', ...names.map(node), '--cluster-replicas', '1', '--cluster-yes']);
+  const cli = (h: string, ...args: string[]) => hosts.exec(h, ['redis-cli', '-h', hosts.address(h), '-p', String(REDIS_PORT), ...args]);
+  await waitFor('cluster state ok', async () => (await cli('n1', 'cluster', 'info').catch(() => '')).includes('cluster_state:ok'), 30_000, 200);
+  await waitFor(
+    'every replica in sync',
+    async () => (await Promise.all(['n3', 'n4', 'n5'].map((h) => cli(h, 'info', 'replication').catch(() => '')))).every((i) => i.includes('master_link_status:up')),
+    30_000,
+    200,
+  );
+  return {
+    hosts,
+    nodes: names.slice(0, 3).map(node).join(','),
+    isolated: 'n0',
+    others: names.slice(1),
+    async failedOver() {
+      // A majority node's view: n0 marked failed, and a replica of it now a master.
+      const view = await cli('n1', 'cluster', 'nodes').catch(() => '');
+      return view.split('\n').some((line) => line.includes(node('n0')) && line.includes('fail') && !line.includes('fail?'));
+    },
+  };
+}
