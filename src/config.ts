@@ -2,7 +2,6 @@
 // process.env is read here and nowhere else.
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { parseOrigins } from './protection/cors.js';
 
 type Parser<T> = (raw: string) => T;
 
@@ -36,6 +35,23 @@ const url = (...protocols: string[]): Parser<string> => (raw) => {
   }
   return raw;
 };
+
+/** Comma-separated origins (scheme://host[:port]); empty: none. */
+const origins: Parser<string[]> = (raw) =>
+  raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean)
+    .map((item) => {
+      let origin: string;
+      try {
+        origin = new URL(item).origin;
+      } catch {
+        throw new Error(`expected origins like https://shop.example.com, got "${item}"`);
+      }
+      if (origin === 'null' || origin !== item.replace(/\/$/, '')) throw new Error(`expected an origin (scheme://host[:port], no path), got "${item}"`);
+      return origin;
+    });
 
 const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw) => {
   if (!(values as string[]).includes(raw)) throw new Error(`expected one of ${values.join(', ')}, got "${raw}"`);
@@ -189,7 +205,7 @@ export const settings = {
     'CORS_ORIGINS',
     '',
     'Comma-separated origins (scheme://host[:port]) allowed to call the API from a browser with a bearer token (CORS, no cookies). Empty (the default): none; /console and /store/:voucherId are same-origin and need none.',
-    parseOrigins,
+    origins,
   ),
   eventsAmqpUrl: setting(
     'EVENTS_AMQP_URL',

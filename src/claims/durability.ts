@@ -14,8 +14,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
-import { closeConnection, dedicatedConnection, dropConnection, logConnectionErrors, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
-import { type Cluster, Redis } from 'ioredis';
+import type { Cluster } from 'ioredis';
+import { closeConnection, dedicatedConnection, dropConnection, nodeConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScripts } from '../infra/redis/scripts/loader.js';
@@ -71,7 +71,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
       `admission not confirmed by ${replicas} replica(s) within ${timeoutMs} ms; retry with the same Idempotency-Key (it returns the same order if it stands)`,
     );
   };
-  if (isCluster(redis)) return perMasterAdmissions(redis, keys, log, onClose, confirmed);
+  if (isCluster(redis)) return perMasterAdmissions(redis, keys, onClose, confirmed);
   const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
   onClose('admissions connection', () => closeConnection(conn));
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
@@ -86,7 +86,6 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
 function perMasterAdmissions(
   cluster: Cluster,
   keys: KeySpace,
-  log: Logger,
   onClose: DurabilityDeps['onClose'],
   confirmed: (conn: RedisClient, admitOn: AdmitMany) => AdmitMany,
 ): AdmitMany {
@@ -95,9 +94,7 @@ function perMasterAdmissions(
   const admitOnMaster = (node: string): Promise<AdmitMany> => {
     let admit = masters.get(node);
     if (!admit) {
-      const [host, port] = [node.slice(0, node.lastIndexOf(':')), Number(node.slice(node.lastIndexOf(':') + 1))];
-      const conn = new Redis({ ...cluster.options.redisOptions, host, port, connectionName: 'seckill-admissions', enableAutoPipelining: false, enableOfflineQueue: false });
-      logConnectionErrors(conn, log, `seckill-admissions ${node}`);
+      const conn = nodeConnection(cluster, node, 'seckill-admissions');
       onClose(`admissions connection to ${node}`, () => closeConnection(conn));
       // A master that does not answer within a command's deadline is not waited for longer: 503.
       admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));

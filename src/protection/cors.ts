@@ -9,24 +9,6 @@ const ALLOWED_HEADERS = 'authorization, content-type, idempotency-key, claim-tok
 const EXPOSED_HEADERS = 'retry-after';
 const PREFLIGHT_MAX_AGE_S = '600';
 
-/** Comma-separated origins (scheme://host[:port]) as config.ts parses them; empty: none. */
-export function parseOrigins(raw: string): string[] {
-  return raw
-    .split(',')
-    .map((item) => item.trim())
-    .filter(Boolean)
-    .map((item) => {
-      let origin: string;
-      try {
-        origin = new URL(item).origin;
-      } catch {
-        throw new Error(`expected origins like https://shop.example.com, got "${item}"`);
-      }
-      if (origin === 'null' || origin !== item.replace(/\/$/, '')) throw new Error(`expected an origin (scheme://host[:port], no path), got "${item}"`);
-      return origin;
-    });
-}
-
 export function registerCors(app: App, origins: string[]): void {
   if (origins.length === 0) return;
   const allowed = new Set(origins);

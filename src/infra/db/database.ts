@@ -1,32 +1,14 @@
 // The database from DATABASE_URL: mysql:// (or mariadb://) is MariaDB/MySQL, postgres:// (or
-// postgresql://) is PostgreSQL. Each connector (mysql.ts, postgres.ts) makes the pool and creates
-// or drops the database; what the SQL itself spells differently is in dialect.ts.
+// postgresql://) is PostgreSQL. Each connector (connector.ts; mysql.ts, postgres.ts) makes the pool
+// and creates or drops the database; what the SQL itself spells differently is in dialect.ts.
 import { Kysely, type LogConfig, Migrator } from 'kysely';
+import type { Connector, DatabaseTarget } from './connector.js';
 import type { Database } from './types.js';
 import { migrations } from './migrations/index.js';
 import { mysqlConnector } from './mysql.js';
 import { postgresConnector } from './postgres.js';
 
 export type Db = Kysely<Database>;
-
-/** The parts of a DATABASE_URL a connector needs. */
-export interface DatabaseTarget {
-  host: string;
-  port: number;
-  user: string;
-  password: string;
-  database: string;
-}
-
-export interface Connector {
-  readonly defaultPort: number;
-  readonly defaultUser: string;
-  /** A kysely instance on a pool of `poolSize` connections, sessions in UTC. */
-  connect(target: DatabaseTarget, poolSize: number, log?: LogConfig): Db;
-  /** Creates the database when it does not exist (several processes may race to). */
-  ensureDatabase(target: DatabaseTarget): Promise<void>;
-  dropDatabase(target: DatabaseTarget): Promise<void>;
-}
 
 const CONNECTORS: Record<string, Connector> = {
   'mysql:': mysqlConnector,

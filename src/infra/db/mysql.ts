@@ -2,7 +2,7 @@
 import { CompiledQuery, Kysely, MysqlDialect } from 'kysely';
 import { createPool, format, type SqlValue } from 'mysql2';
 import { createConnection } from 'mysql2/promise';
-import type { Connector, DatabaseTarget } from './database.js';
+import type { Connector, DatabaseTarget } from './connector.js';
 import type { Database } from './types.js';
 
 const common = {

@@ -4,7 +4,7 @@
 // (dialect.ts), whatever the server, database or role sets.
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Connector, DatabaseTarget } from './database.js';
+import type { Connector, DatabaseTarget } from './connector.js';
 import type { Database } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;

@@ -1,7 +1,8 @@
 // Every Redis connection of the service is made here, from the configuration: one server
 // (REDIS_URL), a Sentinel-managed master (REDIS_SENTINELS) or a Redis Cluster
 // (REDIS_CLUSTER_NODES). Features receive the shared client and derive the others from it
-// (dedicatedConnection), so none of them knows which kind of deployment it talks to.
+// (dedicatedConnection, nodeConnection), so none of them knows which kind of deployment it
+// talks to.
 import { Cluster, Redis, type RedisOptions as IoRedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
@@ -84,12 +85,35 @@ export function dedicatedConnection(shared: RedisClient, connectionName: string,
   const redis = isCluster(shared)
     ? shared.duplicate(undefined, { ...own, shardedSubscribers: subscriber, redisOptions: { ...shared.options.redisOptions, ...timeout, connectionName } })
     : shared.duplicate({ ...own, ...timeout, connectionName });
-  const log = loggers.get(shared);
-  if (log) {
-    loggers.set(redis, log);
-    logConnectionErrors(redis, log, connectionName);
-  }
+  logLike(shared, redis, connectionName);
   return redis;
+}
+
+/**
+ * A connection to one node of `cluster` ("host:port", as in its slot map), with the cluster's
+ * credentials and deadline, for commands that must reach that node itself (WAIT counts the writes
+ * of its own connection). Fails fast like the shared client: no offline queue, no pipelining.
+ */
+export function nodeConnection(cluster: Cluster, node: string, connectionName: string): Redis {
+  const at = node.lastIndexOf(':');
+  const redis = new Redis({
+    ...cluster.options.redisOptions,
+    host: node.slice(0, at),
+    port: Number(node.slice(at + 1)),
+    connectionName,
+    enableAutoPipelining: false,
+    enableOfflineQueue: false,
+  });
+  logLike(cluster, redis, `${connectionName} ${node}`);
+  return redis;
+}
+
+/** A connection derived from `from` logs its errors where `from` does. */
+function logLike(from: RedisClient, redis: RedisClient, label: string): void {
+  const log = loggers.get(from);
+  if (!log) return;
+  loggers.set(redis, log);
+  logConnectionErrors(redis, log, label);
 }
 
 /**
