@@ -15,10 +15,10 @@ import { machineBusyUs } from '../../src/loadgen/machine.js';
 import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
 import { type Command, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
-/** Server CPU per admission over the bare endpoint's server CPU per request, same round (issue 16). */
+/** Server CPU per admission over the bare endpoint's server CPU per request, same round. */
 const TARGET_CPU_RATIO = 1.8;
 const TARGET_P99_MS = 20;
-/** ADMIT_DURABILITY=fsync against memory on the same kind of private Redis, same round (issue 11). */
+/** ADMIT_DURABILITY=fsync against memory on the same kind of private Redis, same round. */
 const TARGET_FSYNC_RATIO = 0.7;
 const TARGET_FSYNC_P99_MS = 25;
 /** A sold-out rejection (answered from memory) against the bare endpoint, same round. */

@@ -3,7 +3,7 @@
 // Timing: `load` (every script, style and the first API answers' requests started) and the time
 // until the page shows its first live figure. Against a demo service kept up (`seckill demo --keep`).
 //   node --import tsx bench/console/page-load.ts [--loads 5]
-// Target (issue 13): ≤ 1 s on localhost.
+// Target: ≤ 1 s on localhost.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
