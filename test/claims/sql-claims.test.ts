@@ -257,7 +257,7 @@ describe('the per-user lock of limited claims', () => {
     try {
       await waitFor('the claim to hold its lock', async () => (await short.c.redis.exists(key)) === 1);
       // Expired or taken over: the lock is no longer the claim's. The watchdog renews every third
-      // of the lifetime, on this process' timers: it notices before the sleep below ends.
+      // of the lifetime and its verdict shows only when the claim resumes: the wait spans renewals.
       await short.c.redis.del(key);
       await sleep(3 * LOCK_TTL_MS);
     } finally {
@@ -279,6 +279,7 @@ describe('the per-user lock of limited claims', () => {
       await waitFor('the claim to hold its lock', async () => (await short.c.redis.exists(key)) === 1);
       // The renewals now fail with "Connection is closed" (an unhandled rejection would fail this test).
       short.c.redis.disconnect();
+      // Time for renewals to fail: their verdict shows only when the claim resumes.
       await sleep(3 * LOCK_TTL_MS);
     } finally {
       await short.c.redis.connect();

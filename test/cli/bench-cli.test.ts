@@ -95,6 +95,7 @@ describe('seckill bench against a running deployment', async () => {
     assert.equal(r.load.sent, 50);
     assert.equal(r.client.orders, 10);
     const owners = await t.c.db.selectFrom('orders').select('user_id').where('voucher_id', '=', r.voucherId).execute();
+    assert.equal(owners.length, 10);
     assert.ok(owners.every((o) => Number(o.user_id) >= 7_000_000 && Number(o.user_id) < 7_000_050));
   });
 

@@ -21,6 +21,7 @@ function load(app: TestApp, voucherId: string, firstUser: number) {
     while (running) {
       const res = await claim(app, voucherId, user++);
       if (res.statusCode === 202) admitted.push(res.json().orderId);
+      // A pace, not a wait for anything: a steady trickle of claims runs beside the drift and repairs.
       await new Promise((r) => setTimeout(r, 2));
     }
   })();

@@ -66,14 +66,17 @@ describe('order-event relay faults', () => {
     const port = await proxy.start();
     const viaProxy = new URL(AMQP_URL);
     viaProxy.port = String(port);
-    const relay = startRelay(viaProxy.toString());
+    let failures = 0;
+    const relay = startRelay(viaProxy.toString(), { onFailed: () => void failures++ });
     try {
       const before = await saleWithPayments(10, 1_000);
       await waitFor('the first sale\'s events', () => tap.deduped().filter((e) => e.voucherId === before.id).length === 15, 10_000);
 
       await proxy.cut();
       const during = await saleWithPayments(20, 2_000);
+      // The length of the outage is what is tested: longer than the relay's 10 s confirm deadline.
       await new Promise((r) => setTimeout(r, 10_500));
+      assert.ok(failures > 0, 'the relay kept trying through the cut');
       assert.equal(await outboxRows(during.id), 30, 'every event of the cut waits in the outbox');
       assert.equal(tap.received.filter((e) => e.voucherId === during.id).length, 0, 'nothing got through the cut');
 
@@ -193,9 +196,10 @@ describe('order-event relay faults', () => {
 
       proxy.setAlarm(true);
       const during = await saleWithPayments(4, 6_100);
+      await waitFor('the block to be logged as a warning', () => lines.some((l) => l.level === 40 && /blocked publishing/.test(l.msg)), 10_000);
+      // "Nothing piles up" needs time: ten confirm deadlines, each a chance to open another connection.
       await new Promise((r) => setTimeout(r, 3_000));
       assert.equal(proxy.connections, 1, 'no connection piles up while blocked');
-      assert.ok(lines.some((l) => l.level === 40 && /blocked publishing/.test(l.msg)), 'the block is logged as a warning');
       assert.equal(await outboxRows(during.id), 6, 'the events wait in the outbox');
 
       proxy.setAlarm(false);

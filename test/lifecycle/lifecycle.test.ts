@@ -78,7 +78,7 @@ describe('order lifecycle', () => {
     const orders = await ordersOf(v.id);
     const answers = await Promise.all(
       orders.map(async (o) => {
-        // Aim each payment at its own deadline, up to 150 ms either side.
+        // Aim each payment at its own deadline, up to 150 ms either side: the timing is the race tested.
         const at = o.expires_at!.getTime() + Math.round((Math.random() - 0.5) * 300);
         await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
         const res = await orderAction(t, 'pay', o.id, Number(o.user_id));

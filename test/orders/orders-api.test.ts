@@ -403,7 +403,7 @@ describe('GET /api/orders/events', () => {
     );
     const started = Date.now();
     const closing = other.app.close().then(() => (closed = true));
-    // Fail (rather than hang) if the streams keep the server open; then let the clients go.
+    // A deadline, not a wait: fail (rather than hang) if the streams keep the server open; then let the clients go.
     await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000).unref())]);
     const took = Date.now() - started;
     if (!closed) clients.forEach((c) => c.close());

@@ -43,6 +43,7 @@ export interface Sale {
   admitted(since?: number): string[];
 }
 
+// A buyer's pause before trying again (retryPauseMs), not a wait for a condition.
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function startSale({ send, firstUser, buyers, concurrency, retries = 0, retryPauseMs = 100, retryForMs = Infinity }: SaleOptions): Sale {

@@ -25,7 +25,7 @@ async function brokenReader(label: string) {
   await reader.ping();
   // In flight when Redis dies, then one queued for the reconnect.
   const inFlight = settled(reader.xread('BLOCK', 0, 'STREAMS', `${label}:stream`, '$'));
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitFor('the read to block in Redis', async () => /^blocked_clients:1\r?$/m.test(await shared.info('clients')), 5_000);
   await redis.kill();
   await waitFor('the reader to wait for a reconnect', () => reader.status === 'reconnecting', 5_000);
   const queued = settled(reader.get(`${label}:key`));
@@ -66,9 +66,12 @@ describe('closing a connection while Redis is down', () => {
     after(() => redis.stop()); // after the instance: after hooks run in order
     const c = await startSecondContainer(first, { REDIS_URL: redis.url, PIPELINE_LANES: '4' });
     await c.startWorkers();
+    let refused = false;
+    c.redis.on('error', (err: NodeJS.ErrnoException) => void (refused ||= err.code === 'ECONNREFUSED'));
     await redis.kill();
-    // Long enough for every lane's connection to fail a reconnect and wait for the next one.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // The lanes' connections retry on the same schedule as the shared one: once its reconnect has
+    // been refused and it waits for the next, so do they.
+    await waitFor('a reconnect to be refused', () => refused && c.redis.status === 'reconnecting', 10_000);
     assert.equal(await within(15_000, settled(c.close())), 'answered', 'the instance closes while its Redis is down');
   });
 });
