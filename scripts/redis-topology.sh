@@ -6,6 +6,8 @@
 #   scripts/redis-topology.sh cluster  up [--port P] [--dir D] [--replicas 1|0]  3 masters P..P+2, 3 replicas P+3..P+5
 #     (--replicas 0: the 3 masters alone, for benchmarks that compare them with one server)
 #   scripts/redis-topology.sh KIND down|status [--port P] [--dir D]
+#   --min-replicas N: every data node refuses writes unless N replicas are connected and at most 2 s
+#     behind (min-replicas-to-write / min-replicas-max-lag), as ADMIT_DURABILITY=replica requires
 # Idempotent: `up` on a running topology only reports it. Every process writes its pid to D
 # (default .services/<kind>-<P>), so `down` (or a test) can stop or kill exactly these.
 # Prints the connection settings for the service on stdout, e.g.
@@ -14,17 +16,18 @@
 set -euo pipefail
 
 kind=${1:-}; cmd=${2:-}; shift 2 || true
-port='' dir='' aof='' cluster_replicas=1
+port='' dir='' aof='' cluster_replicas=1 min_replicas=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --port) port=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --aof) aof=$2; shift 2 ;;
     --replicas) cluster_replicas=$2; shift 2 ;;
+    --min-replicas) min_replicas=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-usage() { echo "usage: $0 single|replica|sentinel|cluster up|down|status [--port P] [--dir D] [--aof always|everysec] [--replicas 1|0]" >&2; exit 2; }
+usage() { echo "usage: $0 single|replica|sentinel|cluster up|down|status [--port P] [--dir D] [--aof always|everysec] [--replicas 1|0] [--min-replicas N]" >&2; exit 2; }
 case "$kind" in
   single | replica) port=${port:-16379} ;;
   sentinel) port=${port:-26379} ;;
@@ -33,6 +36,7 @@ case "$kind" in
 esac
 case "$aof" in '' | always | everysec) ;; *) usage ;; esac
 case "$cluster_replicas" in 0 | 1) ;; *) usage ;; esac
+[[ $min_replicas =~ ^[0-9]$ ]] || usage
 cluster_nodes=$((3 * (1 + cluster_replicas)))
 dir=${dir:-"$(cd "$(dirname "$0")/.." && pwd)/.services/$kind-$port"}
 NAME=seckill
@@ -64,7 +68,7 @@ start_node() {
   # A replica (first sync, or re-sync after a failover) is served at once, not after the 5 s by
   # which a master waits for more replicas to share a diskless sync.
   redis-server --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save '' "${persistence[@]}" --daemonize yes \
-    --repl-diskless-sync-delay 0 \
+    --repl-diskless-sync-delay 0 --min-replicas-to-write "$min_replicas" --min-replicas-max-lag 2 \
     --pidfile "$dir/$p.pid" --logfile "$dir/$p.log" "$@"
   wait_until "redis on $p" answers "$p"
 }

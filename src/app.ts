@@ -55,7 +55,7 @@ function isInfrastructureError(err: Error & { code?: string }): boolean {
     (err.code !== undefined && SOCKET_ERROR_CODES.has(err.code)) ||
     isDatabaseUnreachable(err) ||
     err.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|LOADING|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|None of startup nodes/.test(err.message)
+    /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|NOREPLICAS|MASTERDOWN|LOADING|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|None of startup nodes/.test(err.message)
   );
 }
 

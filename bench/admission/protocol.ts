@@ -36,7 +36,7 @@ export const CLUSTER_PROCESSES = 2;
 export const DURABILITY_KNOBS = {
   private: { topology: ['single'], durability: 'memory' },
   fsync: { topology: ['single', '--aof', 'always'], durability: 'fsync' },
-  replica: { topology: ['replica'], durability: 'replica' },
+  replica: { topology: ['replica', '--min-replicas', '1'], durability: 'replica' },
 } as const satisfies Partial<Record<Knob, { topology: string[]; durability: string }>>;
 
 export type DurabilityKnob = keyof typeof DURABILITY_KNOBS;

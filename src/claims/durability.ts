@@ -33,20 +33,49 @@ export interface DurabilityDeps {
   onClose(name: string, close: () => unknown): void;
 }
 
+/** CONFIG GET of some settings on one server; null where CONFIG is not allowed (a managed Redis). */
+async function configOf(redis: RedisClient, names: string[]): Promise<Record<string, string> | null> {
+  try {
+    const flat = (await Promise.all(names.map((n) => redis.config('GET', n) as Promise<string[]>))).flat();
+    return Object.fromEntries(flat.flatMap((v, i) => (i % 2 ? [] : [[v, flat[i + 1]!]])));
+  } catch {
+    return null;
+  }
+}
+
+/** The servers that can be master: every master of a cluster, else the one the client talks to. */
+const mastersOf = (redis: RedisClient): RedisClient[] => (isCluster(redis) ? redis.nodes('master') : [redis]);
+
 /** Refuses ADMIT_DURABILITY=fsync on a Redis that would answer before its append-only file is fsynced. */
 async function checkFsync(redis: RedisClient, log: Logger): Promise<void> {
-  let settings: Record<string, string>;
-  try {
-    const flat = [...((await redis.config('GET', 'appendonly')) as string[]), ...((await redis.config('GET', 'appendfsync')) as string[])];
-    settings = Object.fromEntries(flat.flatMap((v, i) => (i % 2 ? [] : [[v, flat[i + 1]!]])));
-  } catch (err) {
-    log.warn({ err }, 'ADMIT_DURABILITY=fsync: CONFIG GET is not allowed here, so appendonly/appendfsync cannot be checked; make sure they are yes/always');
-    return;
+  for (const node of mastersOf(redis)) {
+    const settings = await configOf(node, ['appendonly', 'appendfsync']);
+    if (!settings) return void log.warn('ADMIT_DURABILITY=fsync: CONFIG GET is not allowed here, so appendonly/appendfsync cannot be checked; make sure they are yes/always');
+    if (settings.appendonly !== 'yes' || settings.appendfsync !== 'always') {
+      throw new Error(
+        `ADMIT_DURABILITY=fsync needs Redis with appendonly yes and appendfsync always (found appendonly ${settings.appendonly}, appendfsync ${settings.appendfsync})`,
+      );
+    }
   }
-  if (settings.appendonly !== 'yes' || settings.appendfsync !== 'always') {
-    throw new Error(
-      `ADMIT_DURABILITY=fsync needs Redis with appendonly yes and appendfsync always (found appendonly ${settings.appendonly}, appendfsync ${settings.appendfsync})`,
-    );
+}
+
+/**
+ * Refuses ADMIT_DURABILITY=replica on a master that keeps taking writes when it is cut off from its
+ * replicas. WAIT only tells this process that a write did not reach them; the write still stands on
+ * the isolated master, and while it stands every later admission there (a replay answered 202, the
+ * admissions of a process that does not WAIT) builds on state the promoted replica will not have.
+ * With min-replicas-to-write the isolated master refuses writes within min-replicas-max-lag seconds.
+ */
+async function checkMinReplicas(redis: RedisClient, replicas: number, log: Logger): Promise<void> {
+  for (const node of mastersOf(redis)) {
+    const settings = await configOf(node, ['min-replicas-to-write', 'min-replicas-max-lag']);
+    if (!settings) return void log.warn('ADMIT_DURABILITY=replica: CONFIG GET is not allowed here, so min-replicas-to-write cannot be checked; set it to ADMIT_REPLICAS');
+    const toWrite = Number(settings['min-replicas-to-write']);
+    if (toWrite < replicas) {
+      throw new Error(
+        `ADMIT_DURABILITY=replica needs Redis with min-replicas-to-write ${replicas} (ADMIT_REPLICAS) or more, so that a master cut off from its replicas stops taking writes (found ${toWrite}; min-replicas-max-lag bounds how long it goes on, found ${settings['min-replicas-max-lag']} s)`,
+      );
+    }
   }
 }
 
@@ -54,6 +83,7 @@ async function checkFsync(redis: RedisClient, log: Logger): Promise<void> {
 export async function durableAdmitMany({ config, redis, keys, scripts, log, onClose }: DurabilityDeps): Promise<AdmitMany> {
   if (config.admitDurability === 'fsync') await checkFsync(redis, log);
   if (config.admitDurability !== 'replica') return scripts.admitMany;
+  await checkMinReplicas(redis, config.admitReplicas, log);
   if (config.admitWaitTimeoutMs >= config.redisCommandTimeoutMs) {
     throw new Error(`ADMIT_WAIT_TIMEOUT_MS (${config.admitWaitTimeoutMs}) must be below REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs}): WAIT would time out in the client`);
   }

@@ -3,13 +3,14 @@
 // to a retry with the same Idempotency-Key.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { claim, createVoucher, startTestApp, testEnv } from '../support/helpers.js';
-import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
+import { assertInvariants } from '../support/invariants.js';
+import { startPrivateRedis, startReplicatedRedis } from '../support/private-redis.js';
 
 describe('admission durability', () => {
   it('when ADMIT_DURABILITY=fsync and Redis does not fsync its append-only file, then start-up fails naming both settings', async (ctx) => {
@@ -20,22 +21,35 @@ describe('admission durability', () => {
     await assert.rejects(createContainer(config, pino({ level: 'silent' }), { migrate: true }), /ADMIT_DURABILITY=fsync needs Redis with appendonly yes and appendfsync always \(found appendonly no, appendfsync everysec\)/);
   });
 
-  it('when ADMIT_DURABILITY=replica and no replica confirms, then the claim and its retry are 503 with Retry-After, and the admission stands', async (ctx) => {
-    const redis = await startPrivateRedis(); // no replica at all
-    const t = await startTestApp('no-replica', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '50' });
+  it('when ADMIT_DURABILITY=replica and Redis takes writes without its replicas, then start-up fails naming min-replicas-to-write', async (ctx) => {
+    const redis = await startPrivateRedis();
     ctx.after(() => redis.stop());
+    const config = loadConfig(testEnv('replica-refused', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica' }));
+    ctx.after(() => dropDatabase(config.databaseUrl));
+    await assert.rejects(createContainer(config, pino({ level: 'silent' }), { migrate: true }), /ADMIT_DURABILITY=replica needs Redis with min-replicas-to-write 1 \(ADMIT_REPLICAS\) or more.*found 0/);
+  });
+
+  it('when ADMIT_DURABILITY=replica and the master has lost its replica, then the claim and its retry are 503 with Retry-After, and nothing is admitted', async (ctx) => {
+    const redis = await startReplicatedRedis({ minReplicas: 1 });
+    const t = await startTestApp('lost-replica', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '50' });
+    ctx.after(() => redis.stop()); // after hooks run in order: the app closes first
     await t.c.startPipeline();
     const v = await createVoucher(t, { stock: 5 });
+    await redis.killReplica();
+    // The master counts its replica gone once the link closes (at once after kill -9).
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await claim(t, v.id, 9, { idempotencyKey: 'k' });
       assert.equal(res.statusCode, 503, res.body);
       assert.equal(res.json().code, 'UNAVAILABLE');
       assert.ok(Number(res.headers['retry-after']) >= 1);
     }
-    // The admission was made (and took one unit) though it was not confirmed: it is stored.
-    await waitForDrain(t.c, v.id);
+    // The master alone wrote nothing: no unit taken, no order.
     const truth = await assertInvariants(t.c, v.id, []);
-    assert.equal(truth.orders.length, 1);
-    assert.equal(truth.dbStock, 4);
+    assert.equal(truth.orders.length, 0);
+    assert.equal(truth.dbStock, 5);
+    // An operator lowering the bar lets the master write again (the test's cleanup deletes its keys).
+    const admin = new Redis(redis.url);
+    await admin.config('SET', 'min-replicas-to-write', '0');
+    await admin.quit();
   });
 });

@@ -16,7 +16,7 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   // Progress on stderr, shown even if the file runs out of time (diagnostics come only at the end).
   const startedAt = performance.now();
   const step = (what: string) => process.stderr.write(`${label}: ${what} at ${Math.round(performance.now() - startedAt)} ms\n`);
-  const topology = await startSentinelTopology();
+  const topology = await startSentinelTopology({ minReplicas: durability === 'replica' ? 1 : 0 });
   step('topology up');
   const t = await startTestApp(label, {
     REDIS_SENTINELS: topology.sentinels,

@@ -98,6 +98,27 @@ export async function startPrivateRedis({ appendfsync }: PrivateRedisOptions = {
   };
 }
 
+export interface ReplicatedRedis {
+  url: string;
+  /** kill -9 of the replica. */
+  killReplica(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A master and one replica on two free ports; with minReplicas, the master refuses writes without it. */
+export async function startReplicatedRedis({ minReplicas = 0 } = {}): Promise<ReplicatedRedis> {
+  const dir = mkdtempSync(join(tmpdir(), 'seckill-replica-'));
+  const port = await freePortRange(2);
+  const started = await topology('replica', port, dir, minReplicas);
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async killReplica() {
+      process.kill(Number(readFileSync(join(dir, `${port + 1}.pid`), 'utf8')), 'SIGKILL');
+    },
+    stop: () => started.stop(),
+  };
+}
+
 export interface SentinelTopology {
   /** REDIS_SENTINELS and REDIS_SENTINEL_NAME for the service. */
   sentinels: string;
@@ -115,8 +136,8 @@ const TOPOLOGY = 'scripts/redis-topology.sh';
  * Starts a topology and returns how to stop it. It is stopped at the latest when this process
  * exits, even if the test's after hooks do not get to run (a failed hook, a forced exit).
  */
-async function topology(kind: 'sentinel' | 'cluster', port: number, dir: string): Promise<{ settings: string; stop(): Promise<void> }> {
-  const args = [kind, 'up', '--port', String(port), '--dir', dir];
+async function topology(kind: 'replica' | 'sentinel' | 'cluster', port: number, dir: string, minReplicas = 0): Promise<{ settings: string; stop(): Promise<void> }> {
+  const args = [kind, 'up', '--port', String(port), '--dir', dir, '--min-replicas', String(minReplicas)];
   const up = await run('bash', [TOPOLOGY, ...args], { timeoutMs: 60_000 });
   const downArgs = [TOPOLOGY, kind, 'down', '--port', String(port), '--dir', dir];
   const onExit = () => spawnSync('bash', downArgs, { cwd: ROOT, stdio: 'ignore' });
@@ -131,11 +152,14 @@ async function topology(kind: 'sentinel' | 'cluster', port: number, dir: string)
   };
 }
 
-/** One master, two replicas, three sentinels (quorum 2, down after 1 s) on six free ports in a row. */
-export async function startSentinelTopology(): Promise<SentinelTopology> {
+/**
+ * One master, two replicas, three sentinels (quorum 2, down after 1 s) on six free ports in a row;
+ * with minReplicas, a master refuses writes unless that many replicas keep up (ADMIT_DURABILITY=replica).
+ */
+export async function startSentinelTopology({ minReplicas = 0 } = {}): Promise<SentinelTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-sentinel-'));
   const port = await freePortRange(6);
-  const started = await topology('sentinel', port, dir);
+  const started = await topology('sentinel', port, dir, minReplicas);
   const settings = Object.fromEntries(started.settings.split(/\s+/).map((kv) => kv.split('=') as [string, string]));
   const sentinel = new Redis(port + 3, '127.0.0.1', { maxRetriesPerRequest: 1 });
   sentinel.on('error', () => {}); // it goes away with the topology

@@ -21,7 +21,10 @@ function targetOptions(s: RedisSettings): IoRedisOptions {
     tls: url.protocol === 'rediss:' ? {} : undefined,
   };
   if (s.redisSentinels.length === 0) return { host: url.hostname, port: Number(url.port || 6379), ...auth };
-  return { sentinels: s.redisSentinels, name: s.redisSentinelName, ...auth };
+  // failoverDetector: the connection follows a failover as soon as the sentinels announce it
+  // (+switch-master), not when the old master is demoted: an old master cut off from its sentinels
+  // but not from this process would otherwise keep taking its commands until the partition heals.
+  return { sentinels: s.redisSentinels, name: s.redisSentinelName, failoverDetector: true, ...auth };
 }
 
 /**
