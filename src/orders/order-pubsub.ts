@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/connections.js';
+import { pubSubOf } from '../infra/redis/connections.js';
+import { lazySubscriber } from '../infra/redis/lazy-subscriber.js';
 
 import type { OrderEventType } from '../infra/db/types.js';
 
@@ -56,8 +57,6 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
   const presence = `${channel}:listening`;
   const self = randomUUID();
   const listeners = new Map<string, Set<OrderEventListener>>();
-  let subscriber: RedisClient | null = null;
-  let subscribing: Promise<unknown> | null = null;
   let heartbeat: NodeJS.Timeout | null = null;
   let othersListening = true; // until the first look says otherwise
   let lookedAt = 0;
@@ -107,21 +106,8 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
     }
   }
 
-  // One subscriber connection per process, opened by the first listener and kept afterwards; a
-  // failed SUBSCRIBE is forgotten so the next listener tries again.
-  async function ensureSubscribed() {
-    if (!subscriber) {
-      const { connection: s, subscribed } = pubSub.subscriber(channel, 'seckill-events', dispatch);
-      subscriber = s;
-      s.on('error', (err: Error) => log.warn({ err }, 'order events subscriber error'));
-      subscribing = subscribed.catch((err: unknown) => {
-        if (subscriber === s) subscriber = subscribing = null;
-        dropConnection(s);
-        throw err;
-      });
-    }
-    await subscribing;
-  }
+  // One subscriber connection per process, opened by the first listener.
+  const subscriber = lazySubscriber({ redis, log, channel, connectionName: 'seckill-events', onMessage: dispatch });
 
   return {
     wanted,
@@ -144,7 +130,7 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
         if (listeners.size === 0) stopListening();
       };
       try {
-        await ensureSubscribed();
+        await subscriber.subscribe();
         await startListening();
       } catch (err) {
         unsubscribe();
@@ -155,9 +141,7 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
     async close() {
       listeners.clear();
       stopListening();
-      const s = subscriber;
-      subscriber = null;
-      if (s) await closeConnection(s);
+      await subscriber.close();
     },
   };
 }

@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { parseId } from '../id-text.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
-import { closeConnection, dropConnection, pubSubOf } from '../infra/redis/connections.js';
+import { pubSubOf } from '../infra/redis/connections.js';
+import { lazySubscriber } from '../infra/redis/lazy-subscriber.js';
 
 export type UnitsBackListener = (voucherId: bigint) => void;
 
@@ -31,9 +32,6 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
   const listeners: UnitsBackListener[] = [];
   const pending = new Set<bigint>();
   let flushing: NodeJS.Immediate | null = null;
-  let subscriber: RedisClient | null = null;
-  let subscribed = false;
-  let closed = false;
 
   const hear = (voucherId: bigint) => {
     for (const listener of listeners) listener(voucherId);
@@ -50,26 +48,19 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
     }
   }
 
-  // One subscriber connection, opened by the first process-local user (API processes only); a
-  // failed SUBSCRIBE is forgotten so the next call tries again.
-  function subscribe() {
-    const { connection: s, subscribed: subscribing } = pubSub.subscriber(channel, 'seckill-units-back', (message) => {
+  // Opened by the first process-local user (API processes only).
+  const subscriber = lazySubscriber({
+    redis,
+    log,
+    channel,
+    connectionName: 'seckill-units-back',
+    onMessage(message) {
       for (const part of message.split(',')) {
         const voucherId = parseId(part);
         if (voucherId !== null) hear(voucherId);
       }
-    });
-    subscriber = s;
-    s.on('error', (err: Error) => log.warn({ err }, 'units-back subscriber error'));
-    subscribing.then(
-      () => void (subscribed = subscriber === s),
-      (err: unknown) => {
-        log.warn({ err }, 'units-back SUBSCRIBE failed');
-        if (subscriber === s) subscriber = null;
-        dropConnection(s);
-      },
-    );
-  }
+    },
+  });
 
   return {
     announce(voucherId) {
@@ -81,19 +72,16 @@ export function createUnitsBack({ redis, keys, log }: { redis: RedisClient; keys
       listeners.push(listener);
     },
     listening() {
-      if (!subscriber && !closed) subscribe();
-      return subscribed;
+      // A failure is logged by the subscriber; the next call tries again.
+      if (!subscriber.subscribed) subscriber.subscribe().catch(() => undefined);
+      return subscriber.subscribed;
     },
     async close() {
-      closed = true;
       if (flushing) {
         clearImmediate(flushing);
         await flush();
       }
-      const s = subscriber;
-      subscriber = null;
-      subscribed = false;
-      if (s) await closeConnection(s);
+      await subscriber.close();
     },
   };
 }
