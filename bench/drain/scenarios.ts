@@ -11,8 +11,8 @@ import type { Db } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
 import { outboxBacklog } from '../../src/events/event-relay.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
-import { ensureConsumerGroups, OrderPipeline } from '../../src/pipeline/consumer.js';
-import { CONSUMER_GROUP } from '../../src/pipeline/maintenance.js';
+import { OrderPipeline } from '../../src/pipeline/consumer.js';
+import { CONSUMER_GROUP, ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
 import { isMalformed, parseEntry, type RawEntry } from '../../src/infra/redis/records.js';
 import { type Breakdown, createBreakdown, type CpuSample, cpuMeter, type ProfileSummary, startProfile } from './probes.js';
 

@@ -4,6 +4,7 @@
 // --no-worker, consumes the order streams as a consumer of its own.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { Backoff } from '../retry-backoff.js';
 
 /** First wait before a replacement; doubled while replacements keep failing before they listen. */
 const RESTART_DELAY_MS = 1_000;
@@ -30,7 +31,7 @@ export function forkProcesses(count: number, log: Logger, env: Record<string, st
   const children = new Set<Worker>();
   let stopping = false;
   let started = 0; // children of the first generation that have listened
-  let restartDelay = RESTART_DELAY_MS;
+  const restartDelay = new Backoff(RESTART_DELAY_MS, MAX_RESTART_DELAY_MS);
   let fail: (value: false) => void;
   const failed = new Promise<false>((resolve) => (fail = resolve));
   const exitCodes: number[] = [];
@@ -44,7 +45,7 @@ export function forkProcesses(count: number, log: Logger, env: Record<string, st
     child.once('listening', () => {
       listening = true;
       if (started < count) started++;
-      restartDelay = RESTART_DELAY_MS;
+      restartDelay.reset();
     });
     child.once('exit', (code, signal) => {
       children.delete(child);
@@ -59,10 +60,10 @@ export function forkProcesses(count: number, log: Logger, env: Record<string, st
         fail(false);
         return;
       }
-      log.error({ child: child.process.pid, code, signal, restartInMs: restartDelay }, 'an HTTP process stopped; starting a new one');
+      const delay = listening ? restartDelay.current : restartDelay.next();
+      log.error({ child: child.process.pid, code, signal, restartInMs: delay }, 'an HTTP process stopped; starting a new one');
       // Not unref'd: with every child gone, this timer is what keeps the supervisor alive.
-      setTimeout(() => stopping || start(), restartDelay);
-      if (!listening) restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+      setTimeout(() => stopping || start(), delay);
     });
   };
   for (let i = 0; i < count; i++) start();

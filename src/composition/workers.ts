@@ -8,8 +8,8 @@ import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-pub
 import { EventRelay, outboxBacklog } from '../events/event-relay.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
-import { ensureConsumerGroups, OrderPipeline } from '../pipeline/consumer.js';
-import { streamBacklog } from '../pipeline/maintenance.js';
+import { OrderPipeline } from '../pipeline/consumer.js';
+import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js';
 import type { Core } from './core.js';
 
 export interface Workers {

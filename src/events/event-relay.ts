@@ -9,6 +9,8 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
+import { PollLoop } from '../poll-loop.js';
+import { Backoff } from '../retry-backoff.js';
 import type { EventPublisher } from './amqp-publisher.js';
 import { messageOf, type OutboxRow } from './message.js';
 
@@ -53,13 +55,21 @@ export async function outboxBacklog(db: Db): Promise<{ backlog: number; oldestAg
 }
 
 export class EventRelay {
-  private closing = false;
-  private nudged = false;
-  private wake: (() => void) | null = null;
-  private readonly running: Promise<void>;
+  private readonly loop: PollLoop;
 
   private constructor(private readonly deps: EventRelayDeps) {
-    this.running = this.loop();
+    this.loop = PollLoop.start({
+      name: 'order-event relay',
+      log: deps.log,
+      intervalMs: deps.pollMs,
+      // The rows stay in the outbox meanwhile.
+      backoff: new Backoff(MIN_BACKOFF_MS, MAX_BACKOFF_MS),
+      onFailed: () => deps.onFailed?.(),
+      round: async () => {
+        const { claimed, sent } = await this.round();
+        return claimed === deps.batch && sent > 0; // a full batch left: more is waiting
+      },
+    });
   }
 
   static start(deps: EventRelayDeps): EventRelay {
@@ -68,32 +78,7 @@ export class EventRelay {
 
   /** Rows were committed here: look at once instead of at the next poll. */
   nudge(): void {
-    this.nudged = true;
-    this.wake?.();
-  }
-
-  private async loop(): Promise<void> {
-    const { log, pollMs, batch, onFailed } = this.deps;
-    let backoff = MIN_BACKOFF_MS;
-    let failing = false;
-    while (!this.closing) {
-      this.nudged = false;
-      try {
-        const { claimed, sent } = await this.round();
-        if (failing) log.info('order events: relaying again');
-        failing = false;
-        backoff = MIN_BACKOFF_MS;
-        if (claimed === batch && sent > 0) continue; // more waiting: no pause
-        await this.pause(pollMs);
-      } catch (err) {
-        onFailed?.();
-        // Once per outage at warn level; the rows stay in the outbox meanwhile.
-        if (!failing) log.warn({ err: (err as Error).message }, 'order events: relay failed; retrying with back-off');
-        failing = true;
-        await this.pause(backoff, false);
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
-      }
-    }
+    this.loop.wake();
   }
 
   private async round(): Promise<{ claimed: number; sent: number }> {
@@ -125,28 +110,9 @@ export class EventRelay {
     return result;
   }
 
-  /** Waits `ms`, or less when nudged (unless `nudgeable` is false: a back-off is not cut short). */
-  private pause(ms: number, nudgeable = true): Promise<void> {
-    if (this.closing || (nudgeable && this.nudged)) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.wake = () => {
-        if (nudgeable || this.closing) done();
-      };
-    }).finally(() => {
-      this.wake = null;
-    });
-  }
-
   /** Lets the current round finish (or fail), then stops and closes the broker connection. Idempotent. */
   async close(): Promise<void> {
-    this.closing = true;
-    this.wake?.();
-    await this.running;
+    await this.loop.close();
     await this.deps.publisher.close();
   }
 }

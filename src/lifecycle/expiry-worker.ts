@@ -3,6 +3,7 @@
 // and relay outbox rows a dead process left behind. Several workers may run it: rows are claimed
 // with SKIP LOCKED.
 import type { Logger } from 'pino';
+import { PollLoop } from '../poll-loop.js';
 import type { ReleaseRelay } from './release-relay.js';
 import type { Releases } from './releases.js';
 
@@ -16,48 +17,29 @@ export interface ExpiryWorkerDeps {
 }
 
 export class ExpiryWorker {
-  private closing = false;
-  private wake: (() => void) | null = null;
-  private readonly running: Promise<void>;
+  private readonly loop: PollLoop;
 
-  private constructor(private readonly deps: ExpiryWorkerDeps) {
-    this.running = this.loop();
+  private constructor({ releases, releaseRelay, log, pollMs, batch, onExpired }: ExpiryWorkerDeps) {
+    this.loop = PollLoop.start({
+      name: 'expiry sweep',
+      log,
+      intervalMs: pollMs,
+      round: async () => {
+        const expired = await releases.expireDue({ limit: batch });
+        if (expired) onExpired?.(expired);
+        if (expired === batch) return true;
+        await releaseRelay.drain();
+        return false;
+      },
+    });
   }
 
   static start(deps: ExpiryWorkerDeps): ExpiryWorker {
     return new ExpiryWorker(deps);
   }
 
-  private async loop(): Promise<void> {
-    const { releases, releaseRelay: relay, log, pollMs, batch, onExpired } = this.deps;
-    while (!this.closing) {
-      try {
-        const expired = await releases.expireDue({ limit: batch });
-        if (expired) onExpired?.(expired);
-        if (expired === batch) continue;
-        await relay.drain();
-      } catch (err) {
-        log.warn({ err }, 'expiry sweep failed; retrying');
-      }
-      await this.pause(pollMs);
-    }
-  }
-
-  private pause(ms: number): Promise<void> {
-    if (this.closing) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-
   /** Lets the current sweep finish, then stops. Idempotent. */
-  async close(): Promise<void> {
-    this.closing = true;
-    this.wake?.();
-    await this.running;
+  close(): Promise<void> {
+    return this.loop.close();
   }
 }

@@ -1,8 +1,21 @@
-// Housekeeping of the shard streams, run by every consumer now and then.
+// Housekeeping of the shard streams and their consumer group, run by every consumer now and then.
 import type { RedisClient } from '../infra/redis/client.js';
+import { allShards, type KeySpace } from '../infra/redis/keys.js';
 
 export const CONSUMER_GROUP = 'order-writers';
 const DEAD_CONSUMER_IDLE_MS = 3_600_000;
+
+/** Creates the group on every shard stream (or on `shards`) where it is missing; idempotent. */
+export async function ensureConsumerGroups(redis: RedisClient, keys: KeySpace, shards = allShards(keys)): Promise<void> {
+  await Promise.all(
+    shards.map((s) =>
+      // From 0: entries admitted after Redis lost the group (and its stream) are read too.
+      redis.xgroup('CREATE', keys.orders(s), CONSUMER_GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+        if (!err.message.includes('BUSYGROUP')) throw err;
+      }),
+    ),
+  );
+}
 
 function toRecord(flat: unknown[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -1,0 +1,30 @@
+// The wait between attempts at something that keeps failing: doubled after each failure, so an
+// outage is not hammered, and capped, so a recovery is noticed within the cap.
+
+export class Backoff {
+  private wait: number;
+
+  constructor(
+    private readonly firstMs: number,
+    private readonly maxMs: number,
+  ) {
+    this.wait = firstMs;
+  }
+
+  /** The wait before the next attempt, without lengthening it. */
+  get current(): number {
+    return this.wait;
+  }
+
+  /** An attempt failed: returns the wait before the next one, and doubles the one after. */
+  next(): number {
+    const ms = this.wait;
+    this.wait = Math.min(ms * 2, this.maxMs);
+    return ms;
+  }
+
+  /** An attempt succeeded: the next failure waits the first wait again. */
+  reset(): void {
+    this.wait = this.firstMs;
+  }
+}
