@@ -142,6 +142,9 @@ export async function closeConnection(redis: RedisClient): Promise<void> {
   if (redis.status === 'ready') {
     try {
       await redis.quit();
+      // QUIT ends the connection but not its Sentinel failover detector (its subscriptions to the
+      // sentinels would keep the process alive): disconnect() releases those too.
+      if (!isCluster(redis)) redis.disconnect();
       return;
     } catch {
       // Broke while quitting: drop it.
