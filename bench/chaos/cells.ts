@@ -12,7 +12,7 @@ import { TcpProxy } from '../../test/support/tcp-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
 import { type Anomaly, check, formatLine, type Report, type Verdict, verdict } from './checker.js';
 import { type Engine, startEngine } from './engine.js';
-import { createRecorder } from './history.js';
+import { type ClaimOp, createRecorder } from './history.js';
 import { clusterHosts, sentinelHosts } from './hosts.js';
 import { readBack, startLoad } from './load.js';
 import { readStores } from './stores.js';
@@ -208,7 +208,7 @@ export interface CellResult {
   report: Report;
   verdict: Verdict;
   auditOk: boolean;
-  /** Longest time between two acknowledgements while buyers were claiming (ms). */
+  /** Longest time without a settled answer while buyers were claiming (ms). */
   longestGapMs: number;
   /** From the heal to the drain: every admitted order stored (ms). */
   recoveredMs: number;
@@ -222,16 +222,20 @@ export interface CellOptions {
   log?: (line: string) => void;
 }
 
-/** The longest stretch between consecutive acknowledgements, from the first to the last. */
-function longestGap(ackTimes: number[]): number {
-  const sorted = [...ackTimes].sort((a, b) => a - b);
+/**
+ * The longest stretch without a settled answer (an acknowledgement or a refusal the buyer can act
+ * on: anything but 429, 503 and no answer), from the first claim to the last one sent.
+ */
+function longestGap(claims: ClaimOp[]): number {
+  const settled = claims.filter((c) => c.status !== null && c.status !== 429 && c.status !== 503).map((c) => c.doneAt);
+  const points = [Math.min(...claims.map((c) => c.at)), ...settled, Math.max(...claims.map((c) => c.at))].sort((a, b) => a - b);
   let gap = 0;
-  for (let i = 1; i < sorted.length; i++) gap = Math.max(gap, sorted[i]! - sorted[i - 1]!);
+  for (let i = 1; i < points.length; i++) gap = Math.max(gap, points[i]! - points[i - 1]!);
   return gap;
 }
 
 export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, log = () => undefined }: CellOptions): Promise<CellResult> {
-  const dir = join(ROOT, '.services', `chaos-${process.pid}-${fault.name}-${mode}`);
+  const dir = join(ROOT, '.services', 'chaos', `${fault.name}-${mode}`); // kept for a look until the cell runs again
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const staged = await fault.stage(mode, dir);
@@ -264,7 +268,7 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     log(`${fault.name}/${mode}: healed`);
     await load.done;
     await load.close();
-    const claims = recorder.history().filter((op) => op.op === 'claim');
+    const claims = recorder.history().filter((op): op is ClaimOp => op.op === 'claim');
     const acked = claims.filter((c) => c.outcome === 'ok');
     log(`${fault.name}/${mode}: ${claims.length} claims, ${acked.length} acked; draining`);
     const drainStarted = Date.now();
@@ -279,13 +283,13 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     const stores = await readStores({ databaseUrl: engine.databaseUrl, redisUrl: await staged.redisUrl(), prefix: engine.prefix, voucherIds: [voucherId] });
     const report = check(recorder.history(), stores, { releaseLagMs: fault.holdMs, soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
     const v = verdict(report, fault.promise(mode));
-    const longestGapMs = longestGap(acked.map((c) => c.doneAt));
+    const longestGapMs = longestGap(claims);
     const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];
     const line = `${formatLine(`${fault.name}/${mode}`, report)} (${notes.join(', ')})${v.ok && audit.ok ? '' : ' — BROKEN PROMISE'}`;
     if (!audit.ok) log(`${fault.name}/${mode}: audit: ${audit.detail}`);
     return { fault: fault.name, mode, report, verdict: v, auditOk: audit.ok, longestGapMs, recoveredMs, line };
   } finally {
-    await engine?.stop().catch(() => undefined);
+    await engine?.stop(dir).catch(() => undefined);
     await staged.stop().catch(() => undefined);
   }
 }

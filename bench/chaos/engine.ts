@@ -1,6 +1,8 @@
 // The engine under a campaign: API processes (`seckill serve`, each with its workers), their
 // database and key prefix of their own, the tokens to talk to them, and what an operator asks
 // afterwards (is it drained, does its own audit pass).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { request } from 'undici';
 import { createTokenService } from '../../src/auth/tokens.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
@@ -34,7 +36,8 @@ export interface Engine {
   drained(voucherId: string, timeoutMs: number): Promise<void>;
   /** The engine's own audit of both stores (`seckill audit`), reconciling first as an operator would. */
   audit(voucherId: string): Promise<{ ok: boolean; detail: string }>;
-  stop(): Promise<void>;
+  /** Stops the API processes (their output kept in logDir) and drops the database. */
+  stop(logDir?: string): Promise<void>;
 }
 
 export interface EngineOptions {
@@ -140,8 +143,9 @@ export async function startEngine({ label, env, databaseServer, apis: count, wra
       }
       return { ok: ok && out.code === 0, detail: (out.stdout + out.stderr).slice(0, 2_000) };
     },
-    async stop() {
+    async stop(logDir) {
       await stopAll();
+      if (logDir) apis.forEach((a, i) => writeFileSync(join(logDir, `api-${i + 1}.log`), `${a.process.lines.join('\n')}\n`));
       await dropDatabase(databaseUrl).catch(() => undefined);
     },
   };
