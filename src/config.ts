@@ -163,7 +163,7 @@ export const settings = {
   shards: setting(
     'SHARDS',
     '16',
-    'Number of order streams; a voucher lives on the shard a hash of its id picks (id mod SHARDS for vouchers created before 2026-12-01 10:00 UTC). Fixed for the life of the data.',
+    'Number of order streams; a voucher lives on the shard a hash of its id picks. Fixed for the life of the data.',
     int(1, 1024),
   ),
   workerLeaseTtlMs: setting(
@@ -210,7 +210,7 @@ export const settings = {
   eventsAmqpUrl: setting(
     'EVENTS_AMQP_URL',
     '',
-    'RabbitMQ (amqp:// or amqps://) that order events go to, through the database outbox (README: Order events). Empty (the default): off, no event is written.',
+    'RabbitMQ (amqp:// or amqps://) that order events go to, through the database outbox (docs/events.md). Empty (the default): off, no event is written.',
     (raw) => (raw === '' ? '' : url('amqp:', 'amqps:')(raw)),
   ),
   eventsExchange: setting(
@@ -347,8 +347,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return out as Config;
 }
 
-/** Markdown table of every setting, for the README (`seckill config --markdown`). */
-export function configTable(): string {
-  const rows = Object.values(settings).map((s) => `| \`${s.env}\` | ${s.default ? `\`${s.default}\`` : '(derived)'} | ${s.doc} |`);
-  return ['| variable | default | meaning |', '| --- | --- | --- |', ...rows].join('\n');
+/** The command that writes docs/configuration.md (test/docs/configuration-doc.test.ts keeps it current). */
+export const CONFIGURATION_DOC_COMMAND = 'node --import tsx scripts/configuration-doc.ts > docs/configuration.md';
+
+/** One table cell: "|" would split the row, and "<" would open an HTML tag on a rendered page. */
+const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/</g, '&lt;');
+
+/** docs/configuration.md, made from the settings themselves (also `seckill config --markdown`). */
+export function configurationDoc(): string {
+  const rows = Object.values(settings).map((s) => `| \`${s.env}\` | ${s.default === '' ? 'empty' : `\`${cell(s.default)}\``} | ${cell(s.doc)} |`);
+  return `> Generated from \`src/config.ts\` by \`${CONFIGURATION_DOC_COMMAND}\`: change a setting there, then run that command.
+
+# Configuration
+
+Every setting is an environment variable, read once at start-up by \`src/config.ts\` (nothing else
+reads \`process.env\`). An unset or empty variable takes the default; where the default is empty,
+the meaning says what empty does. An invalid value stops start-up with one line naming the
+variable (exit code 2). \`seckill config\` prints the configuration a process would run with (the
+JWT secret redacted).
+
+Where a setting decides what a guarantee is worth (\`ADMIT_DURABILITY\`, \`SHARDS\`, the token
+buckets, \`SHUTDOWN_GRACE_MS\`), [operations.md](operations.md) says what was measured with it.
+
+| variable | default | meaning |
+| --- | --- | --- |
+${rows.join('\n')}`;
 }

@@ -1,6 +1,6 @@
 // Composition root of the `seckill` command: configuration → the chosen command.
 import { Command } from 'commander';
-import { ConfigError, configTable, loadConfig } from './config.js';
+import { ConfigError, configurationDoc, loadConfig } from './config.js';
 import { audit } from './cli/audit.js';
 import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
@@ -75,7 +75,7 @@ program
 
 program
   .command('demo')
-  .description('run a real flash sale on this machine and check the result against Redis and the database')
+  .description('hold a real flash sale on this machine and check the result against Redis and the database')
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
@@ -99,10 +99,10 @@ program
 
 program
   .command('config')
-  .description('print the configuration table (markdown) or the effective configuration')
+  .description('print the effective configuration, or with --markdown docs/configuration.md')
   .option('--markdown', 'print the table of every setting')
   .action((opts: { markdown?: boolean }) => {
-    console.log(opts.markdown ? configTable() : JSON.stringify({ ...config(), jwtSecret: '<redacted>' }, null, 2));
+    console.log(opts.markdown ? configurationDoc() : JSON.stringify({ ...config(), jwtSecret: '<redacted>' }, null, 2));
   });
 
 program.parseAsync().catch((err: Error) => {

@@ -1,4 +1,4 @@
-// The message of one order event on RabbitMQ (README: Order events): routing key `order.<type>`,
+// The message of one order event on RabbitMQ (docs/events.md): routing key `order.<type>`,
 // a JSON body with every id as a string, and the event id as the AMQP message id (the consumers'
 // dedupe key, delivery being at least once).
 import type { OrderEventType } from '../infra/db/types.js';

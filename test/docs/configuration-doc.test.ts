@@ -4,14 +4,14 @@ import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { CONFIGURATION_DOC_COMMAND } from '../../src/config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const COMMAND = 'node --import tsx scripts/configuration-doc.ts > docs/configuration.md';
 
 describe('docs/configuration.md', () => {
   it('is what scripts/configuration-doc.ts makes of the settings in src/config.ts', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/configuration-doc.ts'], { cwd: ROOT });
     const committed = await readFile(`${ROOT}docs/configuration.md`, 'utf8');
-    assert.ok(stdout === committed, `docs/configuration.md does not match src/config.ts: run \`${COMMAND}\``);
+    assert.ok(stdout === committed, `docs/configuration.md does not match src/config.ts: run \`${CONFIGURATION_DOC_COMMAND}\``);
   });
 });

@@ -11,7 +11,7 @@ describe('Sentinel failover under load, ADMIT_DURABILITY=memory', () => {
     const lost = sale.admitted().filter((id) => !stored.has(id));
     // The invariants hold for every order that survived; the lost ones are the policy's price.
     await assertInvariants(t.c, v.id, sale.admitted().filter((id) => stored.has(id)));
-    // How many depends on the replication lag at the kill (README: durability per fault).
+    // How many depends on the replication lag at the kill (docs/operations.md: durability per fault).
     ctx.diagnostic(`${sale.admitted().length} admitted, ${lost.length} lost in the failover`);
   });
 });

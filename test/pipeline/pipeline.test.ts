@@ -73,8 +73,9 @@ describe('order pipeline', () => {
     const admitted = await burst(t, v.id, range(200, 3));
     await waitForDrain(t.c, v.id);
     const entries = (await streamEntries(v.id)).filter((e) => admitted.includes(e.orderId));
+    assert.equal(entries.length, 3, 'the three entries are still in the stream, to be stored again');
     const again = await storeOrders(pipelineOff.db, entries);
-    assert.equal(again.size, entries.length);
+    assert.equal(again.size, 3);
     assert.ok([...again.values()].every((s) => s.kind === 'stored'));
     await assertInvariants(t.c, v.id, admitted);
   });
