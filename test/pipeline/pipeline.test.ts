@@ -21,12 +21,6 @@ function deadLetterOrderId(shard: number, [, fields]: [string, string[]]) {
   return isMalformed(e) ? null : e.orderId;
 }
 
-async function streamEntries(voucherId: string) {
-  const shard = t.c.keys.shardOf(BigInt(voucherId));
-  const raw = await t.c.redis.xrange(t.c.keys.orders(shard), '-', '+');
-  return raw.map((r) => parseEntry(shard, r as [string, string[]], 1)).filter((e): e is OrderEntry => 'orderId' in e && e.voucherId === BigInt(voucherId));
-}
-
 describe('order pipeline', () => {
   it('when a burst of admissions arrives, then exactly the admitted orders are stored, pending payment', async () => {
     const v = await createVoucher(t, { stock: 300, perUserLimit: 2 });
