@@ -37,6 +37,8 @@ interface Staged {
   heal(): Promise<void>;
   /** Said in the cell's line: what the fault did (e.g. how long the failover took), asked of the API processes if need be. */
   notes(origins: string[]): Promise<string[]>;
+  /** How long the failover took after the fault (ms), where the fault makes one; null otherwise. */
+  failoverMs?(): number | null;
   stop(): Promise<void>;
 }
 
@@ -98,6 +100,7 @@ function sentinelFault(name: string, about: string, holdMs: number, how: 'partit
           else process.kill(masterPid, 'SIGCONT');
         },
         notes: async () => [promotedAfterMs === null ? 'no failover' : `failover after ${(promotedAfterMs / 1000).toFixed(1)} s`],
+        failoverMs: () => promotedAfterMs,
         stop: () => topology.hosts.down(),
       };
     },
@@ -127,6 +130,7 @@ const clusterPartition: Fault = {
       },
       heal: () => topology.hosts.heal(),
       notes: async () => [failoverMs === null ? 'no failover' : `failover after ${(failoverMs / 1000).toFixed(1)} s`],
+      failoverMs: () => failoverMs,
       stop: () => topology.hosts.down(),
     };
   },
@@ -212,6 +216,8 @@ export interface CellResult {
   longestGapMs: number;
   /** From the heal to the drain: every admitted order stored (ms). */
   recoveredMs: number;
+  /** How long the failover took, where the fault makes one (ms). */
+  failoverMs: number | null;
   line: string;
 }
 
@@ -287,7 +293,7 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];
     const line = `${formatLine(`${fault.name}/${mode}`, report)} (${notes.join(', ')})${v.ok && audit.ok ? '' : ' — BROKEN PROMISE'}`;
     if (!audit.ok) log(`${fault.name}/${mode}: audit: ${audit.detail}`);
-    return { fault: fault.name, mode, report, verdict: v, auditOk: audit.ok, longestGapMs, recoveredMs, line };
+    return { fault: fault.name, mode, report, verdict: v, auditOk: audit.ok, longestGapMs, recoveredMs, failoverMs: staged.failoverMs?.() ?? null, line };
   } finally {
     await engine?.stop(dir).catch(() => undefined);
     await staged.stop().catch(() => undefined);

@@ -1,0 +1,19 @@
+// One cell of the fault campaign as a test: every buyer's answer joined with both stores after
+// the heal and the drain; the cell keeps its mode's promise, the engine's own audit is clean, and
+// no stretch without a settled answer outlasts the failover by more than 2 s. Each cell is a test
+// file of its own so that cells run side by side; the whole matrix is `npm run chaos`, not a test.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { FAULTS, type Mode, runCell } from '../../bench/chaos/cells.js';
+
+export function campaignCell(faultName: string, mode: Mode): void {
+  it(`${faultName} under ${mode}: the promise holds and the audit is clean`, { timeout: 170_000 }, async (ctx) => {
+    const fault = FAULTS.find((f) => f.name === faultName)!;
+    const result = await runCell(fault, mode, { seconds: 12, rate: 150, log: (line) => ctx.diagnostic(line) });
+    ctx.diagnostic(result.line);
+    assert.deepEqual(result.verdict.broken, [], result.line);
+    assert.ok(result.auditOk, result.line);
+    assert.ok(result.report.total.tally.acked > 0, 'buyers were acknowledged');
+    if (result.failoverMs !== null) assert.ok(result.longestGapMs <= result.failoverMs + 2_000, result.line);
+  });
+}
