@@ -6,47 +6,14 @@
 // Each process runs `lanes` loops (lane.ts); lane i reads the shards s with s mod lanes = i, with
 // its own blocking connection and one multi-stream XREADGROUP. On a Redis Cluster every shard is
 // its own slot and a read may name one stream only: there each shard gets a lane of its own.
-import type { Logger } from 'pino';
-import type { Db } from '../infra/db/database.js';
-import { isCluster, type RedisClient } from '../infra/redis/client.js';
-import { allShards, type KeySpace } from '../infra/redis/keys.js';
-import type { Scripts } from '../infra/redis/scripts/index.js';
-import type { OrderPubSub } from '../orders/order-pubsub.js';
-import type { EventOutbox } from '../orders/event-outbox.js';
+import { isCluster } from '../infra/redis/client.js';
+import { allShards } from '../infra/redis/keys.js';
 import { Lane } from './lane.js';
 import { ensureConsumerGroups } from './maintenance.js';
 
-export interface PipelineOptions {
-  consumer: string;
-  lanes: number;
-  batchSize: number;
-  blockMs: number;
-  /** Entries pending this long on any consumer are taken over. */
-  claimIdleMs: number;
-  /** Deliveries after which an entry that still cannot be stored is failed. */
-  maxDeliveries: number;
-}
+import type { PipelineDeps } from './pipeline-deps.js';
 
-export interface PipelineEvents {
-  stored?(count: number): void;
-  /** Subscribers of order events (stored or failed), asked first whether anyone listens. */
-  announce?: Pick<OrderPubSub, 'wanted' | 'publish'>;
-  failed?(reason: string): void;
-  retried?(error: unknown): void;
-}
-
-export interface PipelineDeps {
-  /** Shared connection for settling, claiming and trimming; each lane derives its blocking reader from it. */
-  redis: RedisClient;
-  db: Db;
-  keys: KeySpace;
-  scripts: Scripts;
-  log: Logger;
-  options: PipelineOptions;
-  events?: PipelineEvents;
-  /** The order-event outbox each batch writes to (events on). */
-  eventOutbox?: EventOutbox;
-}
+export type { PipelineDeps, PipelineEvents, PipelineOptions } from './pipeline-deps.js';
 
 export class OrderPipeline {
   private constructor(private readonly lanes: Lane[]) {}

@@ -8,7 +8,7 @@ import { isCluster, type RedisClient } from '../infra/redis/client.js';
 import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/connections.js';
 import { isMalformed, type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import { Backoff } from '../retry-backoff.js';
-import type { PipelineDeps } from './consumer.js';
+import type { PipelineDeps } from './pipeline-deps.js';
 import { CONSUMER_GROUP, ensureConsumerGroups, forgetDeadConsumers, trimAcknowledged } from './maintenance.js';
 import { claimStale, keepClaimed } from './pending-claims.js';
 import { deadLetter, settleBatch } from './settle-batch.js';

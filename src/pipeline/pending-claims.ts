@@ -2,7 +2,7 @@
 // the entries another consumer, probably dead, has held past `claimIdleMs`, and keeps claiming
 // its own while it retries them, so that nobody takes those over.
 import { type MalformedEntry, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
-import type { PipelineDeps } from './consumer.js';
+import type { PipelineDeps } from './pipeline-deps.js';
 import { CONSUMER_GROUP } from './maintenance.js';
 
 type ClaimDeps = Pick<PipelineDeps, 'redis' | 'keys' | 'options' | 'log'>;

@@ -5,7 +5,7 @@
 import { DEAD_LETTER_MAX_LEN, type SettleInput } from '../infra/redis/scripts/settle.js';
 import type { MalformedEntry, OrderEntry } from '../infra/redis/records.js';
 import type { OrderEvent } from '../orders/order-pubsub.js';
-import type { PipelineDeps } from './consumer.js';
+import type { PipelineDeps } from './pipeline-deps.js';
 import { CONSUMER_GROUP } from './maintenance.js';
 import { type Settlement, settleInput } from './settlement.js';
 
