@@ -12,7 +12,7 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import { type InflightOrder, inflightOfEntry, isMalformed, parseEntry } from '../infra/redis/records.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Correction } from '../infra/redis/scripts/reconcile.js';
-import { ensureConsumerGroups } from '../pipeline/consumer.js';
+import { ensureConsumerGroups } from '../pipeline/maintenance.js';
 import { CONSUMER_GROUP, hasConsumerGroup, unacknowledgedEntries } from '../pipeline/maintenance.js';
 import { settleInput, settlementOfRow } from '../pipeline/settlement.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
