@@ -19,6 +19,7 @@ export interface Metrics {
   expired: Counter;
   repairs: Counter<'kind'>;
   redisDataLosses: Counter;
+  redisMasterChanges: Counter;
   eventsPublished: Counter;
   eventRelayFailures: Counter;
   /** Makes the outbox gauges read `probe` at each scrape (the processes that relay events). */
@@ -158,8 +159,8 @@ function lifecycleMetrics(registry: Registry): Pick<Metrics, 'expired' | 'expiry
   return { expired, expiryLateness };
 }
 
-/** Redis against the truth: drift reconciliation repaired, and data Redis lost. */
-function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses'> {
+/** Redis against the truth: drift reconciliation repaired, data Redis lost, masters it changed to. */
+function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges'> {
   const repairs = new Counter({
     name: 'seckill_reconcile_repairs_total',
     help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
@@ -171,7 +172,12 @@ function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redi
     help: 'Times this process noticed that Redis had lost its data (restart without persistence, failover to an empty replica, flush).',
     registers: [registry],
   });
-  return { repairs, redisDataLosses };
+  const redisMasterChanges = new Counter({
+    name: 'seckill_redis_master_changes_total',
+    help: 'Times this process noticed that Redis answers from another master (a failover, a restart): voucher state is verified against the database before it admits again.',
+    registers: [registry],
+  });
+  return { repairs, redisDataLosses, redisMasterChanges };
 }
 
 /** Order events: published to RabbitMQ, failed rounds of the relay, and the outbox still to send. */

@@ -38,6 +38,8 @@ export function admitErrorOf(result: AdmitResult, voucher: Voucher): AppError | 
       return rateLimited(result.retryAfterMs ?? 1000);
     case AdmitCode.MISSING:
       return new AppError('UNAVAILABLE', 'voucher state is not available; retry shortly');
+    case AdmitCode.UNVERIFIED:
+      return new AppError('UNAVAILABLE', 'Redis changed master; the voucher is being checked against the database before it admits again; retry shortly');
   }
 }
 
@@ -53,4 +55,5 @@ export const ADMIT_OUTCOME: Record<AdmitCode, string> = {
   [AdmitCode.KEY_REUSED]: 'key_reused',
   [AdmitCode.RATE_LIMITED]: 'rate_limited',
   [AdmitCode.SEGMENT_SHORT]: 'sold_out',
+  [AdmitCode.UNVERIFIED]: 'unverified',
 };

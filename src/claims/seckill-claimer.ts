@@ -8,7 +8,13 @@
 // A voucher of several segments (vouchers/segments.ts) is claimed in the buyer's home segment. When
 // that one is short, it borrows units from the others before the buyer hears SOLD_OUT (or joins
 // the waitlist), so the last unit sells whichever segment holds it.
+//
+// State the script cannot decide on is made ready first: missing state is rebuilt from the
+// database, and state not verified on the current master (a failover or a restart since) is
+// verified against it (consistency/verification.ts); the claim waits for that a little, then
+// hears 503 UNAVAILABLE, never a 202 on state the database has not confirmed.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { VoucherVerifier } from '../consistency/verification.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { AdmitCode, type AdmitResult } from '../infra/redis/scripts/admission.js';
@@ -25,6 +31,8 @@ import type { SoldOutCache } from './sold-out-cache.js';
  * (other buyers took what this one borrowed, or the units were on their way between segments).
  */
 const BORROW_ROUNDS = 10;
+/** Longest wait of a claim for its voucher's verification (below a buyer's patience for one answer). */
+const VERIFY_WAIT_MS = 2_000;
 
 export interface ClaimSeckillDeps {
   ids: IdGenerator;
@@ -34,15 +42,21 @@ export interface ClaimSeckillDeps {
   soldOut: SoldOutCache;
   keys: KeySpace;
   moves: SegmentMoves;
+  verifier: Pick<VoucherVerifier, 'verify'>;
   onOutcome?: (outcome: string) => void;
 }
 
-export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, moves, onOutcome }: ClaimSeckillDeps): Claimer {
-  async function admitWarm(claim: Claim, input: Parameters<AdmitOne>[1], options: AdmitOneOptions): Promise<AdmitResult> {
-    const result = await admit(claim.voucher.id, input, options);
-    if (result.code !== AdmitCode.MISSING) return result;
-    await redisState.rewarm(claim.voucher);
-    return admit(claim.voucher.id, input, options);
+export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, moves, verifier, onOutcome }: ClaimSeckillDeps): Claimer {
+  async function admitReady(claim: Claim, input: Parameters<AdmitOne>[1], options: AdmitOneOptions): Promise<AdmitResult> {
+    let result = await admit(claim.voucher.id, input, options);
+    if (result.code === AdmitCode.MISSING) {
+      await redisState.rewarm(claim.voucher);
+      result = await admit(claim.voucher.id, input, options);
+    }
+    if (result.code !== AdmitCode.UNVERIFIED) return result;
+    // Not verified in time: the UNVERIFIED answer stands (503, retry).
+    const verified = await Promise.race([verifier.verify(claim.voucher), sleep(VERIFY_WAIT_MS, false, { ref: false })]);
+    return verified ? admit(claim.voucher.id, input, options) : result;
   }
 
   return async function claimSeckill(claim) {
@@ -57,18 +71,18 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
     // A segment's `closed` speaks for the voucher only once no other segment has a unit either.
     let everywhereShort = !claim.voucher.segmentShards;
     if (!claim.voucher.segmentShards) {
-      result = await admitWarm(claim, input, {});
+      result = await admitReady(claim, input, {});
     } else {
       const shard = homeShard(claim.voucher, claim.userId, keys);
       const segments = claim.voucher.segmentShards.length;
       // Flagged: every segment was seen empty lately, so there is nothing to borrow.
-      result = await admitWarm(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
+      result = await admitReady(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
       for (let round = 1; result.code === AdmitCode.SEGMENT_SHORT; round++) {
         const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
         // Nothing to borrow: sold out only if too few units are left anywhere, even on their way.
         everywhereShort = borrowed === 0 && (await moves.unitsLeft(claim.voucher)) < claim.quantity;
         if (borrowed === 0 && !everywhereShort) await sleep(1);
-        result = await admitWarm(claim, input, { shard, segments, enrol: everywhereShort || round >= BORROW_ROUNDS, tokens: false });
+        result = await admitReady(claim, input, { shard, segments, enrol: everywhereShort || round >= BORROW_ROUNDS, tokens: false });
       }
     }
     if (result.closedAtVersion !== undefined && everywhereShort) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);

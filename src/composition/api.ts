@@ -35,7 +35,7 @@ export interface Api {
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
-  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub: events, eventOutbox: outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler } = core;
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub: events, eventOutbox: outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler, verifier } = core;
   const tokens = createTokenService(config.jwtSecret);
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
@@ -65,7 +65,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
       observe: metrics.observeClaim,
       claimers: claimersByKind({
-        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, onOutcome: metrics.countClaim }),
+        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, verifier, onOutcome: metrics.countClaim }),
         inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub: events, eventOutbox: outbox, lockTtlMs: config.claimLockTtlMs })),
       }),
     },

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
+import { createVoucherVerifier, type VoucherVerifier } from '../consistency/verification.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
 import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
@@ -50,6 +51,8 @@ export interface Core {
   releaseRelay: ReleaseRelay;
   releases: Releases;
   reconciler: Reconciler;
+  /** Verifies voucher state against the database after a Redis master change (admissions wait for it). */
+  verifier: VoucherVerifier;
   /** This process's id generator, leased on the first call. */
   ids(): Promise<IdGenerator>;
   audit(voucherId: bigint, options?: AuditOptions): Promise<VoucherAudit | null>;
@@ -82,7 +85,12 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     // Whatever gives units back through these scripts announces it.
     const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
     const metrics = createMetrics();
-    const redisWatch = await RedisWatch.start({ redis, keys, log, intervalMs: config.redisCheckIntervalMs, onDataLoss: () => metrics.redisDataLosses.inc() });
+    const redisWatch = await RedisWatch.start({
+      redis, keys, log,
+      intervalMs: config.redisCheckIntervalMs,
+      onDataLoss: () => metrics.redisDataLosses.inc(),
+      onMasterChange: () => metrics.redisMasterChanges.inc(),
+    });
     closer.add('redis watch', () => redisWatch.close());
     const pubsub = createOrderPubSub({ redis, keys, log });
     closer.add('order events', () => pubsub.close());
@@ -115,8 +123,11 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       onRepair: (kind) => metrics.repairs.inc({ kind }),
       onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
     });
+    const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log });
+    // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
+    redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay, releases, reconciler,
+      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay, releases, reconciler, verifier,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

@@ -98,9 +98,12 @@ async function reconcileVoucher(c: Context, voucherId: bigint): Promise<Reconcil
   if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
   const report: ReconcileReport = { voucherId: voucherId.toString(), verified: true, drift: [], repaired: 0 };
   const note = noteInto(c, report);
-  // One reconciliation of a voucher at a time (scheduled runs, on-demand runs): repairs are offsets.
+  // One reconciliation of a voucher at a time (scheduled, on demand, or verifying after a master
+  // change): repairs are offsets. Short and refreshed often: a promoted replica may hold a
+  // lock whose release never reached it, and a verification waits for that lock to expire.
   const mutex = new Mutex(c.redis, c.keys.reconcileLock(voucherId), {
-    lockTimeout: 30_000,
+    lockTimeout: 5_000,
+    refreshInterval: 1_000,
     acquireAttemptsLimit: 1,
     onLockLost: (err) => c.log.warn({ err, voucherId: report.voucherId }, 'reconciliation lock lost'),
   });

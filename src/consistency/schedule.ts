@@ -2,6 +2,10 @@
 // worker process upserts the same scheduler, so there is one schedule however many run), any one
 // worker takes each job, and a Redis mutex makes sure a run that outlasts the interval is never
 // joined by a second one. BullMQ keys carry one hash tag ({jobs}), as Redis Cluster requires.
+// BullMQ adds a scheduled job's successor when a worker takes the job, so a job taken on a master
+// that then failed over, or lost its data, may have no successor on the new one (BullMQ says
+// "Missing key for job repeat:reconcile:…" when finishing it there): the scheduler is upserted
+// again then, and after every data loss or master change the watch notices.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue, Worker } from 'bullmq';
 import type { RedisClient } from '../infra/redis/client.js';
@@ -64,8 +68,21 @@ export class ReconcileSchedule {
       },
       { connection: workerConn, prefix: bullPrefix, concurrency: 1 },
     );
-    worker.on('failed', (_job, err) => log.warn({ err }, 'reconciliation run failed'));
-    worker.on('error', (err) => log.warn({ err }, 'reconciliation worker error'));
+    const rescheduleIfLost = (err: Error) => {
+      if (!/Missing key for job/.test(err.message)) return;
+      schedule().then(
+        () => log.warn({ err }, 'reconcile schedule lost with its job (a failover or data loss); scheduled again'),
+        (again: Error) => log.warn({ err: again }, 'reconcile schedule lost, and could not be scheduled again yet; the next data loss or master change noticed tries again'),
+      );
+    };
+    worker.on('failed', (_job, err) => {
+      log.warn({ err }, 'reconciliation run failed');
+      rescheduleIfLost(err);
+    });
+    worker.on('error', (err) => {
+      log.warn({ err }, 'reconciliation worker error');
+      rescheduleIfLost(err);
+    });
     queue.on('error', (err) => log.warn({ err }, 'reconciliation queue error'));
 
     return new ReconcileSchedule(queue, worker, [queueConn, workerConn, lockConn], schedule);

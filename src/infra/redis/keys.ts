@@ -33,7 +33,9 @@ export interface KeySpace {
    *   place, the two lists of users who may hear more than SOLD_OUT; "builtAt.listAdditions" is
    *   the version of a sold-out snapshot (snapshot-3.lua);
    * - moves: bumped by every step of a move of units into or out of the segment (lend, receive,
-   *   forget): unchanged between two reads means no unit moved.
+   *   forget): unchanged between two reads means no unit moved;
+   * - verifiedOn: the replication id of the master this state was built or verified against the
+   *   database on (lua/lib/master.lua); admit-n.lua admits nothing on another master.
    */
   voucher(voucherId: bigint, shard?: number): string;
   /** Hash: userId -> units held (admitted or stored, not released). */

@@ -4,7 +4,7 @@
 -- before it, exactly as if each had been a call of its own. Reads and writes are per batch, not
 -- per claim (one HMGET of the buyers' counts, one of their idempotency records, one write of each
 -- key at the end): in Redis, a command costs more than the Lua around it.
--- KEYS[1] voucher hash   {stock, begin, end, limit, expire, waitcap, builtAt, listAdditions, inflight}
+-- KEYS[1] voucher hash   {stock, begin, end, limit, expire, waitcap, builtAt, listAdditions, inflight, verifiedOn}
 --                        (fields: KeySpace.voucher in keys.ts); listAdditions is bumped here
 -- KEYS[2] buyers hash    userId -> units held
 -- KEYS[3] idempotency    "userId:key" -> "orderId:quantity"
@@ -26,11 +26,14 @@
 --   5 LIMIT_EXCEEDED · 6 SOLD_OUT (waitlisted 1 when the user is on the waitlist; closed 1 when no
 --   unit is left for anyone and no place on the waitlist either; version "builtAt.listAdditions") ·
 --   7 KEY_REUSED · 8 RATE_LIMITED (quantity = ms until the buckets have a token again) ·
---   9 SEGMENT_SHORT (only with ARGV[6] = 0: this segment has too few units, borrow and ask again)
+--   9 SEGMENT_SHORT (only with ARGV[6] = 0: this segment has too few units, borrow and ask again) ·
+--   10 UNVERIFIED (the state was not verified against the database on this master: a failover or a
+--   restart since; verify it, then retry; lib/master.lua)
 -- closed and version are 0 and "" unless SOLD_OUT.
 -- Checks come first and writes last: a rejected claim never changes stock. A claim that reaches
 -- the checks has taken a token from each enabled bucket.
 --! include lib/time.lua
+--! include lib/master.lua
 --! include lib/admission.lua
 --! include lib/bucket.lua
 local voucherId = ARGV[1]
@@ -39,10 +42,13 @@ local enrol = ARGV[6] == '1'
 local claims = (#ARGV - 6) / 4
 local out = {}
 
-local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'builtAt', 'listAdditions', 'inflight')
-if v[1] == false then
+local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap', 'builtAt', 'listAdditions', 'inflight', 'verifiedOn')
+-- Missing or unverified state decides nothing and takes no token: the caller warms or verifies it first.
+local unready = nil
+if v[1] == false then unready = 2 elseif v[10] ~= sk_master() then unready = 10 end
+if unready then
   for i = 1, claims do
-    out[#out + 1] = 2; out[#out + 1] = ''; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = ''
+    out[#out + 1] = unready; out[#out + 1] = ''; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = 0; out[#out + 1] = ''
   end
   return out
 end

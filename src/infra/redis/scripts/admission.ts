@@ -19,6 +19,11 @@ export const AdmitCode = {
    * the caller borrows units from another segment of the voucher, then asks again.
    */
   SEGMENT_SHORT: 9,
+  /**
+   * The segment's state was not verified against the database on this master (a failover or a
+   * restart since, lib/master.lua): nothing was decided; verify it, then ask again.
+   */
+  UNVERIFIED: 10,
 } as const;
 export type AdmitCode = (typeof AdmitCode)[keyof typeof AdmitCode];
 

@@ -7,10 +7,11 @@ import { commandOf, loadScripts } from './loader.js';
 import { type MoveScripts, moveScripts } from './moves.js';
 import { type ReconcileScripts, reconcileScripts } from './reconcile.js';
 import { type SettleScripts, settleScripts } from './settle.js';
+import { type VerificationScripts, verificationScripts } from './verification.js';
 import { type VoucherStateScripts, voucherStateScripts } from './voucher-state.js';
 import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
 
-export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts;
+export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts & VerificationScripts;
 
 /**
  * Script commands whose callers batch already (client.ts leaves them out of auto-pipelining).
@@ -29,5 +30,6 @@ export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
     ...settleScripts(calls, keys),
     ...reconcileScripts(calls, keys),
     ...moveScripts(calls, keys),
+    ...verificationScripts(calls, keys),
   };
 }
