@@ -48,7 +48,9 @@ describe('seckill bench against a running deployment', async () => {
     assert.equal(r.load.sent, 600);
     assert.equal(Object.values(r.load.outcomes).reduce((a, b) => a + b, 0), 600);
     assert.equal(r.client.unanswered, 0);
-    assert.equal(r.load.outcomes['202 new order'], 150, 'demand above supply: every unit sold');
+    // Demand above supply: every unit sold; one whose order expired (2 s) while buyers still claimed is sold again.
+    const newOrders = r.load.outcomes['202 new order']!;
+    assert.ok(newOrders >= 150, `every unit sold: ${newOrders} new orders`);
     assert.deepEqual([r.verdict.oversold, r.verdict.lost, r.verdict.duplicated], [0, 0, 0]);
 
     // The stores: one order per unit handed out, the paid ones paid, the rest expired and given back.
@@ -57,6 +59,7 @@ describe('seckill bench against a running deployment', async () => {
     assert.equal(Object.values(byStatus).reduce((a, b) => a + b, 0), r.client.orders);
     assert.equal(byStatus.paid ?? 0, payments.paid);
     assert.equal(byStatus.expired ?? 0, r.client.orders - payments.paid);
+    assert.ok(newOrders - 150 <= (byStatus.expired ?? 0), 'a unit is sold again only after its order expired');
     const voucher = await t.c.db.selectFrom('vouchers').select(['stock', 'initial_stock']).where('id', '=', voucherId).executeTakeFirstOrThrow();
     assert.equal(voucher.initial_stock, 150);
     assert.equal(voucher.stock, 150 - payments.paid);
