@@ -18,6 +18,9 @@ import { RETAIN_AFTER_END_MS } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
 import { type RedisRepairDeps, repairRedisState } from './redis-repair.js';
+import type { Drift, DriftKind } from './drift.js';
+
+export type { Drift, DriftKind };
 
 /** Unpaid orders this far past their deadline were missed by the payment timer. */
 const OVERDUE_GRACE_S = 5;
@@ -29,25 +32,6 @@ const LAST_REPORT_KEPT_S = 7 * 24 * 3600;
 export async function lastReconciliation(redis: RedisClient, keys: KeySpace, voucherId: bigint): Promise<(ReconcileReport & { at: string }) | null> {
   const kept = await redis.get(keys.lastReconcile(voucherId));
   return kept ? (JSON.parse(kept) as ReconcileReport & { at: string }) : null;
-}
-
-export type DriftKind =
-  | 'state_missing'
-  | 'stock'
-  | 'inflight_counter'
-  | 'buyer'
-  | 'lost_entry'
-  | 'lost_inflight_record'
-  | 'unsettled_order'
-  | 'overdue_orders'
-  | 'stuck_outbox'
-  | 'consumer_group_missing'
-  | 'unfinished_move';
-
-export interface Drift {
-  kind: DriftKind;
-  detail: string;
-  repaired: boolean;
 }
 
 export interface ReconcileReport {

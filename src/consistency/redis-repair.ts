@@ -19,7 +19,7 @@ import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import { type CountDrift, countDrift, IN_CHUNK, type Observation, observeVoucher } from './observe.js';
-import type { Drift } from './reconciler.js';
+import type { Drift } from './drift.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
 const SETTLE_GRACE_MS = 5_000;
