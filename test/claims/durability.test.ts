@@ -11,6 +11,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { claim, createVoucher, startTestApp, testEnv } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
 import { startPrivateRedis, startReplicatedRedis } from '../support/private-redis.js';
+import { waitFor } from '../support/wait.js';
 
 describe('admission durability', () => {
   it('when ADMIT_DURABILITY=fsync and Redis does not fsync its append-only file, then start-up fails naming both settings', async (ctx) => {
@@ -36,7 +37,9 @@ describe('admission durability', () => {
     await t.c.startPipeline();
     const v = await createVoucher(t, { stock: 5 });
     await redis.killReplica();
-    // The master counts its replica gone once the link closes (at once after kill -9).
+    // Until the master sees the link close, it still counts the replica (for up to min-replicas-max-lag).
+    const admin = new Redis(redis.url);
+    await waitFor('the master to notice its replica gone', async () => /connected_slaves:0/.test(await admin.info('replication')), 10_000);
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await claim(t, v.id, 9, { idempotencyKey: 'k' });
       assert.equal(res.statusCode, 503, res.body);
@@ -48,7 +51,6 @@ describe('admission durability', () => {
     assert.equal(truth.orders.length, 0);
     assert.equal(truth.dbStock, 5);
     // An operator lowering the bar lets the master write again (the test's cleanup deletes its keys).
-    const admin = new Redis(redis.url);
     await admin.config('SET', 'min-replicas-to-write', '0');
     await admin.quit();
   });

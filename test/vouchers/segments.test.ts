@@ -145,6 +145,9 @@ describe('stock segments on a Redis Cluster', async () => {
     assert.equal(before.admitted().length, 50, `confirmed by the replica: ${JSON.stringify(before.answers.filter((x) => x.status !== 202).slice(0, 3))}`);
     // The first segment's master loses its replica: its claims cannot be confirmed, the others' can.
     await cluster.killReplicaOf(t.c.keys.voucher(BigInt(v.id), first));
+    // Until the master sees the link close, it still counts the replica (for up to min-replicas-max-lag).
+    const alone = async () => (await Promise.all((t.c.redis as Cluster).nodes('master').map((m) => m.info('replication')))).some((i) => /connected_slaves:0/.test(i));
+    await waitFor('the master to notice its replica gone', alone, 10_000);
     const refused = await claim(durable, v.id, a[60]!, { idempotencyKey: 'r' });
     assert.equal(refused.statusCode, 503, refused.body);
     assert.equal(refused.json().code, 'UNAVAILABLE');
