@@ -114,7 +114,7 @@ const clusterPartition: Fault = {
   holdMs: 8_000,
   promise: (mode) => (mode === 'replica' ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
   async stage(mode, dir) {
-    const topology = await clusterHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0 });
+    const topology = await clusterHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0, aof: mode === 'fsync' });
     let injectedAt = 0;
     let failoverMs: number | null = null;
     return {

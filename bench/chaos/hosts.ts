@@ -199,7 +199,7 @@ export interface ClusterHosts {
  * `redis-cli --cluster create` pairs them). A partition cuts n0 from every other node, not from
  * the API; with a node timeout of 2 s its replica is promoted by the majority.
  */
-export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2 } = {}): Promise<ClusterHosts> {
+export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2, aof = false } = {}): Promise<ClusterHosts> {
   const names = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5'];
   const hosts = await TestHosts.up(names);
   mkdirSync(dir, { recursive: true });
@@ -207,7 +207,8 @@ export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds
     const path = join(dir, host);
     mkdirSync(path, { recursive: true });
     await hosts.exec(host, [
-      'redis-server', '--bind', hosts.address(host), '--port', String(REDIS_PORT), '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--dir', path,
+      'redis-server', '--bind', hosts.address(host), '--port', String(REDIS_PORT), '--protected-mode', 'no', '--save', '', '--dir', path,
+      ...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
       '--cluster-enabled', 'yes', '--cluster-config-file', join(path, 'nodes.conf'), '--cluster-node-timeout', '2000',
       '--min-replicas-to-write', String(minReplicas), '--min-replicas-max-lag', String(maxLagSeconds), '--repl-diskless-sync-delay', '0',
       '--daemonize', 'yes', '--pidfile', join(path, 'redis.pid'), '--logfile', join(path, 'redis.log'),
