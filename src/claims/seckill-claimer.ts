@@ -55,7 +55,13 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
     }
     if (result.code !== AdmitCode.UNVERIFIED) return result;
     // Not verified in time: the UNVERIFIED answer stands (503, retry).
-    const verified = await Promise.race([verifier.verify(claim.voucher), sleep(VERIFY_WAIT_MS, false, { ref: false })]);
+    // The deadline keeps the process alive while it runs (it is the claim's answer) and is cancelled
+    // as soon as the verification settles.
+    const deadline = new AbortController();
+    const verified = await Promise.race([
+      verifier.verify(claim.voucher),
+      sleep(VERIFY_WAIT_MS, false, { signal: deadline.signal }).catch(() => false),
+    ]).finally(() => deadline.abort());
     return verified ? admit(claim.voucher.id, input, options) : result;
   }
 
