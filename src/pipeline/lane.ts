@@ -31,7 +31,7 @@ export class Lane {
   private readonly streams: string[];
   private clientId: number | null = null;
   private reading = false;
-  private lastMaintenance = 0;
+  private lastMaintenance = -Infinity; // due at the first read
   private running: Promise<void> | null = null;
   private closing = false;
   /** Redis time (ms, from the stream id) of the oldest entry of the batch in hand; null between batches. */
@@ -182,8 +182,8 @@ export class Lane {
   /** Every claimIdleMs / 2 (5 s at most): takes over stale entries, trims, forgets dead consumers. */
   private async maintainWhenDue(): Promise<void> {
     const { redis, keys, options } = this.deps;
-    if (Date.now() - this.lastMaintenance < Math.min(options.claimIdleMs / 2, 5_000)) return;
-    this.lastMaintenance = Date.now();
+    if (performance.now() - this.lastMaintenance < Math.min(options.claimIdleMs / 2, 5_000)) return;
+    this.lastMaintenance = performance.now(); // monotonic: a clock set back would delay maintenance
     for (const shard of this.shards) {
       if (this.closing) return;
       await this.handle(await claimStale(this.deps, shard));
