@@ -153,6 +153,12 @@ export const settings = {
     'HS256 secret for bearer tokens. Set your own in production.',
     nonEmpty(),
   ),
+  jwtMaxTtlSeconds: setting(
+    'JWT_MAX_TTL_SECONDS',
+    '86400',
+    'Longest lifetime a bearer token may have: a token without `exp`, or whose `exp` lies further ahead, is refused (401), and `seckill token --ttl` is held to it. 0: tokens without `exp` are accepted (not for a server others can reach).',
+    int(0, 31_536_000),
+  ),
   redisPrefix: setting(
     'REDIS_PREFIX',
     'sk',
@@ -177,6 +183,12 @@ export const settings = {
     '',
     'Consumer name of this worker in the stream group; must be unique per process (default: host:pid).',
     (raw) => raw,
+  ),
+  dbStatementTimeoutMs: setting(
+    'DB_STATEMENT_TIMEOUT_MS',
+    '5000',
+    'Longest wait for one database statement (migrations excepted): past it the connection is destroyed and the request answered 503 UNAVAILABLE (the pipeline retries its batch), so a database that stops answering without closing holds no claim and no connection.',
+    int(100, 600_000),
   ),
   pipelineLanes: setting('PIPELINE_LANES', '4', 'Concurrent stream readers (batches in flight) per worker process.', int(1, 1024)),
   pipelineBatch: setting('PIPELINE_BATCH', '500', 'Most orders stored in one database transaction.', int(1, 10000)),
@@ -281,6 +293,18 @@ export const settings = {
     '500',
     'How long an instance answers SOLD_OUT from memory after Redis said a voucher is sold out (units coming back clear it sooner, via pub/sub). 0: off.',
     int(0, 60_000),
+  ),
+  sseMaxPerUser: setting(
+    'SSE_MAX_PER_USER',
+    '8',
+    'Event streams (/api/orders/events, the console\'s live views) one user may hold open in one API process; past it: 429 TOO_MANY_STREAMS with Retry-After.',
+    int(1, 10_000),
+  ),
+  sseMaxStreams: setting(
+    'SSE_MAX_STREAMS',
+    '20000',
+    'Event streams one API process holds open in all; past it: 429 TOO_MANY_STREAMS with Retry-After.',
+    int(1, 1_000_000),
   ),
   claimTokenTtlMs: setting(
     'CLAIM_TOKEN_TTL_MS',

@@ -12,6 +12,8 @@ import { parseId } from '../id-text.js';
 export interface Principal {
   userId: bigint;
   admin: boolean;
+  /** When the token stops being valid (epoch ms), if it says; a stream ends then. */
+  expiresAt?: number;
 }
 
 export interface TokenService {
@@ -82,7 +84,7 @@ export function createTokenService(secret: string): TokenService {
       const payload = verifier(authorization.slice(7).trim());
       const userId = typeof payload.sub === 'string' ? parseId(payload.sub) : null;
       if (userId === null) throw new AppError('UNAUTHORIZED', 'token subject must be a positive 64-bit decimal user id');
-      return { userId, admin: payload.role === 'admin' };
+      return { userId, admin: payload.role === 'admin', ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}) };
     },
     async sign({ userId, admin }, ttlSeconds) {
       const now = Math.floor(Date.now() / 1000);
