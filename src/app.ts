@@ -10,7 +10,7 @@ import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import { isDatabaseUnreachable } from './infra/db/errors.js';
 import type { Readiness } from './readiness.js';
-import type { App } from './http.js';
+import { type App, SCHEMA_FORMATS } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
@@ -86,7 +86,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // Per-request log lines would cost more than the admission itself; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, formats: SCHEMA_FORMATS } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('principal', null);
