@@ -290,7 +290,10 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     const report = check(recorder.history(), stores, { releaseLagMs: fault.holdMs, soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
     const v = verdict(report, fault.promise(mode));
     const longestGapMs = longestGap(claims);
-    const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];
+    // One claim's own wait for its answer (a retry is another claim): DB_STATEMENT_TIMEOUT_MS and
+    // REDIS_COMMAND_TIMEOUT_MS bound it.
+    const longestWaitMs = Math.max(0, ...claims.filter((c) => c.status !== null).map((c) => c.doneAt - c.at));
+    const notes = [...(await staged.notes(engine.apis.map((a) => a.origin))), `longest gap ${(longestGapMs / 1000).toFixed(1)} s`, `longest answer ${(longestWaitMs / 1000).toFixed(1)} s`, `drained ${(recoveredMs / 1000).toFixed(1)} s after the heal`, `audit ${audit.ok ? 'clean' : 'NOT clean'}`];
     const line = `${formatLine(`${fault.name}/${mode}`, report)} (${notes.join(', ')})${v.ok && audit.ok ? '' : ' — BROKEN PROMISE'}`;
     if (!audit.ok) log(`${fault.name}/${mode}: audit: ${audit.detail}`);
     return { fault: fault.name, mode, report, verdict: v, auditOk: audit.ok, longestGapMs, recoveredMs, failoverMs: staged.failoverMs?.() ?? null, line };

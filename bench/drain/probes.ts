@@ -223,7 +223,7 @@ export function createBreakdown(databaseUrl: string, scripts: Scripts): Breakdow
     const kind = KINDS.find(([re]) => re.test(e.query.sql))?.[1] ?? 'other';
     add(e.level === 'error' ? `${kind} (error)` : kind, e.queryDurationMillis);
   };
-  const db = createDb(databaseUrl, 10, log);
+  const db = createDb(databaseUrl, 10, { log });
 
   // A lane settles a batch with one script call per shard.
   const timed: Scripts = {

@@ -9,7 +9,7 @@ import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consisten
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { createVoucherVerifier, type VoucherVerifier } from '../consistency/verification.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
-import { createDb, type Db, ensureDatabase, migrateToLatest } from '../infra/db/database.js';
+import { createDb, type Db, migrateDatabase } from '../infra/db/database.js';
 import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { createKeySpace, type KeySpace } from '../infra/redis/keys.js';
 import { RedisWatch } from '../infra/redis/redis-watch.js';
@@ -67,18 +67,17 @@ export interface CoreOptions {
 }
 
 export async function createCore(config: Config, log: Logger, options: CoreOptions = {}): Promise<Core> {
-  if (options.migrate) await ensureDatabase(config.databaseUrl);
+  if (options.migrate) {
+    const applied = await migrateDatabase(config.databaseUrl);
+    if (applied.length) log.info({ applied }, 'migrations applied');
+  }
   const closer = new Closer(log);
-  const db = createDb(config.databaseUrl);
+  const db = createDb(config.databaseUrl, 10, { statementTimeoutMs: config.dbStatementTimeoutMs });
   closer.add('database', () => db.destroy());
   const redis = createRedis(config, log);
   closer.add('redis', () => closeConnection(redis));
   try {
     await redisReady(redis, REDIS_START_TIMEOUT_MS);
-    if (options.migrate) {
-      const applied = await migrateToLatest(db);
-      if (applied.length) log.info({ applied }, 'migrations applied');
-    }
     const keys = createKeySpace(config.redisPrefix, config.shards);
     const unitsBack = createUnitsBack({ redis, keys, log });
     closer.add('units-back subscriber', () => unitsBack.close());

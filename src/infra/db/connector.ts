@@ -12,11 +12,17 @@ export interface DatabaseTarget {
   database: string;
 }
 
+export interface PoolOptions {
+  /** Longest wait for a connection or a statement, in ms (deadline.ts); none when absent (migrations). */
+  statementTimeoutMs?: number;
+  log?: LogConfig;
+}
+
 export interface Connector {
   readonly defaultPort: number;
   readonly defaultUser: string;
   /** A kysely instance on a pool of `poolSize` connections, sessions in UTC. */
-  connect(target: DatabaseTarget, poolSize: number, log?: LogConfig): Kysely<Database>;
+  connect(target: DatabaseTarget, poolSize: number, options: PoolOptions): Kysely<Database>;
   /** Creates the database when it does not exist (several processes may race to). */
   ensureDatabase(target: DatabaseTarget): Promise<void>;
   dropDatabase(target: DatabaseTarget): Promise<void>;

@@ -1,8 +1,8 @@
 // The database from DATABASE_URL: mysql:// (or mariadb://) is MariaDB/MySQL, postgres:// (or
 // postgresql://) is PostgreSQL. Each connector (connector.ts; mysql.ts, postgres.ts) makes the pool
 // and creates or drops the database; what the SQL itself spells differently is in dialect.ts.
-import { Kysely, type LogConfig, Migrator } from 'kysely';
-import type { Connector, DatabaseTarget } from './connector.js';
+import { Kysely, Migrator } from 'kysely';
+import type { Connector, DatabaseTarget, PoolOptions } from './connector.js';
 import type { Database } from './types.js';
 import { migrations } from './migrations/index.js';
 import { mysqlConnector } from './mysql.js';
@@ -35,9 +35,9 @@ function parseDatabaseUrl(url: string): { connector: Connector; target: Database
   };
 }
 
-export function createDb(url: string, poolSize = 10, log?: LogConfig): Db {
+export function createDb(url: string, poolSize = 10, options: PoolOptions = {}): Db {
   const { connector, target } = parseDatabaseUrl(url);
-  return connector.connect(target, poolSize, log);
+  return connector.connect(target, poolSize, options);
 }
 
 /** Creates the database named in the URL when it does not exist. */
@@ -57,4 +57,19 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/**
+ * Creates the database if missing and applies pending migrations on a connection of their own,
+ * without DB_STATEMENT_TIMEOUT_MS (a migration over a large table may take minutes); returns the
+ * names applied.
+ */
+export async function migrateDatabase(url: string): Promise<string[]> {
+  await ensureDatabase(url);
+  const db = createDb(url, 1);
+  try {
+    return await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
 }

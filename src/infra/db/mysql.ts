@@ -1,8 +1,9 @@
 // MariaDB/MySQL through mysql2.
-import { CompiledQuery, Kysely, MysqlDialect } from 'kysely';
-import { createPool, format, type SqlValue } from 'mysql2';
+import { CompiledQuery, Kysely, MysqlDialect, type MysqlPool } from 'kysely';
+import { createPool, format, type Pool, type PoolConnection, type SqlValue } from 'mysql2';
 import { createConnection } from 'mysql2/promise';
 import type { Connector, DatabaseTarget } from './connector.js';
+import { deadlineError } from './deadline.js';
 import type { Database } from './types.js';
 
 const common = {
@@ -23,10 +24,50 @@ async function onServer(target: DatabaseTarget, statement: string): Promise<void
   }
 }
 
+type QueryCallback = (err: unknown, ...rest: unknown[]) => void;
+const timed = new WeakSet<PoolConnection>();
+
+/**
+ * The pool as kysely sees it, with the deadline (deadline.ts) on every wait: for a connection, and
+ * for each statement (mysql2's own `timeout` fails the statement but keeps the connection, so the
+ * connection is destroyed here).
+ */
+function withDeadline(pool: Pool, ms: number): MysqlPool {
+  const timeStatements = (connection: PoolConnection) => {
+    if (timed.has(connection)) return;
+    timed.add(connection);
+    const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+    (connection as unknown as { query: unknown }).query = (sql: string, values: unknown, callback?: QueryCallback) =>
+      callback === undefined
+        ? query({ sql, timeout: ms }, values)
+        : query({ sql, timeout: ms }, values, (err: { code?: string } | null, ...rest: unknown[]) => {
+            if (err?.code !== 'PROTOCOL_SEQUENCE_TIMEOUT') return callback(err, ...rest);
+            connection.destroy();
+            callback(deadlineError(ms, 'a statement'));
+          });
+  };
+  return {
+    getConnection(callback) {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        callback(deadlineError(ms, 'a connection'), undefined as never);
+      }, ms);
+      pool.getConnection((err, connection) => {
+        if (late) return connection?.release();
+        clearTimeout(timer);
+        if (connection) timeStatements(connection);
+        callback(err, connection as never);
+      });
+    },
+    end: (callback) => pool.end(callback),
+  };
+}
+
 export const mysqlConnector: Connector = {
   defaultPort: 3306,
   defaultUser: 'root',
-  connect(target, poolSize, log) {
+  connect(target, poolSize, { statementTimeoutMs, log }) {
     const pool = createPool({
       ...common,
       ...target,
@@ -40,7 +81,7 @@ export const mysqlConnector: Connector = {
     });
     return new Kysely<Database>({
       dialect: new MysqlDialect({
-        pool,
+        pool: statementTimeoutMs === undefined ? pool : withDeadline(pool, statementTimeoutMs),
         onCreateConnection: async (connection) => {
           // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
           await connection.executeQuery(CompiledQuery.raw("SET time_zone = '+00:00'"));

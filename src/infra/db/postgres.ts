@@ -2,9 +2,10 @@
 // as a Date. Sessions run in UTC, so that the hand-built timestamps (pipeline/bulk-sql.ts) mean
 // UTC, and with standard_conforming_strings, which the hand-built text literals rely on
 // (dialect.ts), whatever the server, database or role sets.
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import pg from 'pg';
 import type { Connector, DatabaseTarget } from './connector.js';
+import { deadlineError } from './deadline.js';
 import type { Database } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -30,19 +31,66 @@ async function onServer(target: DatabaseTarget, statement: string, values: unkno
   }
 }
 
+const timed = new WeakSet<pg.PoolClient>();
+
+/**
+ * The pool as kysely sees it, with the deadline (deadline.ts) on each statement: past it the
+ * client's socket is destroyed, which fails the statement and makes the pool drop the client on
+ * release. (pg's own query_timeout fails the statement but leaves the client waiting for the
+ * abandoned answer, unusable.) The wait for a connection is bounded by connectionTimeoutMillis.
+ */
+function withDeadline(pool: pg.Pool, ms: number): PostgresPool {
+  const timeStatements = (client: pg.PoolClient) => {
+    if (timed.has(client)) return;
+    timed.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { query: unknown }).query = (sql: unknown, values?: unknown) => {
+      if (typeof sql !== 'string') return query(sql, values); // a cursor: kysely's streaming, not used here
+      let missed = false;
+      const timer = setTimeout(() => {
+        missed = true;
+        (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      }, ms);
+      return query(sql, values).then(
+        (result) => (clearTimeout(timer), result),
+        (err: unknown) => {
+          clearTimeout(timer);
+          throw missed ? deadlineError(ms, 'a statement') : err;
+        },
+      );
+    };
+  };
+  return {
+    async connect() {
+      const client = await pool.connect();
+      timeStatements(client);
+      return client as never;
+    },
+    end: () => pool.end(),
+  };
+}
+
 const quoted = (name: string) => `"${name}"`; // names are [A-Za-z0-9_] (database.ts)
 
 export const postgresConnector: Connector = {
   defaultPort: 5432,
   defaultUser: 'postgres',
-  connect(target, poolSize, log) {
-    const pool = new pg.Pool({ ...clientConfig(target, target.database), max: poolSize });
+  connect(target, poolSize, { statementTimeoutMs, log }) {
+    const config = clientConfig(target, target.database);
+    const pool = new pg.Pool({
+      ...config,
+      max: poolSize,
+      ...(statementTimeoutMs === undefined ? {} : { connectionTimeoutMillis: Math.min(statementTimeoutMs, CONNECT_TIMEOUT_MS) }),
+    });
     // A connection the server (or the network) dropped emits 'error' on the pool when idle and on
     // the client when checked out: without listeners that would end the process. The query in
     // flight fails with the error (and is retried or answered 503); the next gets a fresh connection.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    return new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log });
+    return new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: statementTimeoutMs === undefined ? pool : withDeadline(pool, statementTimeoutMs) }),
+      log,
+    });
   },
   async ensureDatabase(target) {
     const found = await onServer(target, 'select 1 from pg_database where datname = $1', [target.database]);
