@@ -20,6 +20,8 @@ export interface Metrics {
   repairs: Counter<'kind'>;
   redisDataLosses: Counter;
   redisMasterChanges: Counter;
+  /** Backwards jumps of the wall clock the id generator saw (ids continue from the last timestamp). */
+  clockBackwards: Counter;
   eventsPublished: Counter;
   eventRelayFailures: Counter;
   /** Makes the outbox gauges read `probe` at each scrape (the processes that relay events). */
@@ -160,7 +162,7 @@ function lifecycleMetrics(registry: Registry): Pick<Metrics, 'expired' | 'expiry
 }
 
 /** Redis against the truth: drift reconciliation repaired, data Redis lost, masters it changed to. */
-function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges'> {
+function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges' | 'clockBackwards'> {
   const repairs = new Counter({
     name: 'seckill_reconcile_repairs_total',
     help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
@@ -177,7 +179,12 @@ function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redi
     help: 'Times this process noticed that Redis answers from another master (a failover, a restart): voucher state is verified against the database before it admits again.',
     registers: [registry],
   });
-  return { repairs, redisDataLosses, redisMasterChanges };
+  const clockBackwards = new Counter({
+    name: 'seckill_clock_backwards_total',
+    help: 'Times the wall clock of this process went back while it issued order ids; ids continue from the last timestamp, never reused (the log line gives how far).',
+    registers: [registry],
+  });
+  return { repairs, redisDataLosses, redisMasterChanges, clockBackwards };
 }
 
 /** Order events: published to RabbitMQ, failed rounds of the relay, and the outbox still to send. */

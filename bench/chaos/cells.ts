@@ -186,11 +186,14 @@ const clockBack: Fault = {
       redisUrl: async () => SHARED_REDIS,
       inject: async () => writeFileSync(offsetFile, '-5s\n'),
       heal: async () => undefined, // a clock that went back stays back: the process lives on with it
-      // Proof that the jump reached the process's Date.now(): Node's HTTP server dates its answers with it.
+      // Proof that the jump reached the process's Date.now(): Node's HTTP server dates its answers
+      // with it, and the id generator counts the jump it saw.
       async notes(origins) {
         const dated = async (origin: string) => Date.parse((await request(`${origin}/healthz`)).headers.date as string);
         const [own, faked] = await Promise.all([dated(origins[0]!), dated(origins[1]!)]);
-        return [`API 2's clock ${((faked - own) / 1000).toFixed(0)} s from API 1's`];
+        const metrics = await (await request(`${origins[1]!}/metrics`)).body.text();
+        const jumps = /^seckill_clock_backwards_total (\d+)/m.exec(metrics)?.[1] ?? '?';
+        return [`API 2's clock ${((faked - own) / 1000).toFixed(0)} s from API 1's`, `its clock went back ${jumps} time(s) (seckill_clock_backwards_total)`];
       },
       stop: async () => undefined,
     };

@@ -96,7 +96,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
 
     let leased: Promise<LeasedIdGenerator> | null = null;
     const ids = () => {
-      leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log }).then((generator) => {
+      leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then((generator) => {
         closer.add('worker-id lease', () => generator.close());
         // Renew at once: until then a process starting now could lease the same worker id.
         redisWatch.onDataLoss('worker-id lease', () => generator.renew());

@@ -19,6 +19,8 @@ export interface LeasedIdGeneratorDeps {
   log?: Logger;
   /** Wall clock for the ids (tests move it backwards). Lease validity uses the monotonic clock. */
   now?: () => number;
+  /** Called once per backwards jump of the wall clock (a metric), besides the log line. */
+  onClockBackwards?: (driftMs: number) => void;
 }
 
 export class LeasedIdGenerator implements IdGenerator {
@@ -59,7 +61,10 @@ export class LeasedIdGenerator implements IdGenerator {
       this.generator = new Snowflake(workerId, {
         now: this.deps.now,
         startAfterMs: highWater,
-        onClockBackwards: (drift) => this.deps.log?.warn({ workerId, driftMs: drift }, 'clock moved backwards; continuing from last timestamp'),
+        onClockBackwards: (drift) => {
+          this.deps.log?.warn({ workerId, driftMs: drift }, 'clock moved backwards; ids continue from the last timestamp');
+          this.deps.onClockBackwards?.(drift);
+        },
       });
       this.validUntil = requestedAt + this.deps.ttlMs;
       this.deps.log?.info({ workerId }, 'leased id-generator worker id');

@@ -34,6 +34,30 @@ describe('leased worker ids', () => {
     }
   });
 
+  it('when the wall clock goes back while ids are issued, then each jump is reported once with its size and no id repeats', async () => {
+    const scripts = createScripts(redis, keys);
+    let clock = EPOCH_MS + 5_000_000;
+    const jumps: number[] = [];
+    const generator = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000, now: () => clock, onClockBackwards: (ms) => jumps.push(ms) });
+    try {
+      const ids = new Set<bigint>();
+      for (let i = 0; i < 100; i++) ids.add(generator.next());
+      clock -= 5_000;
+      for (let i = 0; i < 100; i++) ids.add(generator.next());
+      clock += 1; // still behind: the same jump, not a second one
+      for (let i = 0; i < 100; i++) ids.add(generator.next());
+      assert.deepEqual(jumps, [5_000]);
+      clock += 10_000; // caught up, then back again
+      generator.next();
+      clock -= 2_000;
+      ids.add(generator.next());
+      assert.deepEqual(jumps, [5_000, 2_000]);
+      assert.equal(ids.size, 301);
+    } finally {
+      await generator.close();
+    }
+  });
+
   it('when a worker id is taken over after its holder stopped, then the successor starts after the last timestamp issued, even with its clock behind', async () => {
     const scripts = createScripts(redis, keys);
     const first = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000, now: () => EPOCH_MS + 1_000_000 });
