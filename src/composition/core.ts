@@ -91,7 +91,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       onMasterChange: () => metrics.redisMasterChanges.inc(),
     });
     closer.add('redis watch', () => redisWatch.close());
-    const pubsub = createOrderPubSub({ redis, keys, log });
+    const pubsub = createOrderPubSub({ redis, keys, scripts, log });
     closer.add('order events', () => pubsub.close());
 
     let leased: Promise<LeasedIdGenerator> | null = null;

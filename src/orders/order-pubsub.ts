@@ -6,13 +6,15 @@
 // Publishing costs the order pipeline about a tenth of its CPU, so it happens only while someone
 // listens: a process with listeners keeps its id in a sorted set (scored by when its presence
 // expires, renewed while it listens), and publishers look at that set at most twice a second. A
-// process that starts listening may miss up to that long of other processes' events.
+// process that starts listening may miss up to that long of other processes' events. Presence is
+// timed by Redis TIME (presence-1.lua): a process whose wall clock is set back is still heard.
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { pubSubOf } from '../infra/redis/connections.js';
 import { lazySubscriber } from '../infra/redis/lazy-subscriber.js';
+import type { PresenceScripts } from '../infra/redis/scripts/presence.js';
 
 import type { OrderEventType } from '../infra/db/types.js';
 
@@ -48,10 +50,11 @@ export interface OrderPubSub {
 export interface OrderPubSubDeps {
   redis: RedisClient;
   keys: KeySpace;
+  scripts: PresenceScripts;
   log: Logger;
 }
 
-export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderPubSub {
+export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps): OrderPubSub {
   const channel = keys.orderEvents();
   const pubSub = pubSubOf(redis);
   const presence = `${channel}:listening`;
@@ -59,9 +62,9 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
   const listeners = new Map<string, Set<OrderEventListener>>();
   let heartbeat: NodeJS.Timeout | null = null;
   let othersListening = true; // until the first look says otherwise
-  let lookedAt = 0;
+  let lookedAt = -Infinity;
 
-  const announce = () => redis.zadd(presence, Date.now() + PRESENCE_TTL_MS, self).catch((err: unknown) => log.warn({ err }, 'order events presence not renewed'));
+  const announce = () => scripts.presence(presence, self, PRESENCE_TTL_MS).catch((err: unknown) => log.warn({ err }, 'order events presence not renewed'));
   async function startListening() {
     if (heartbeat) return;
     heartbeat = setInterval(announce, PRESENCE_TTL_MS / 3);
@@ -77,11 +80,11 @@ export function createOrderPubSub({ redis, keys, log }: OrderPubSubDeps): OrderP
 
   function wanted(): boolean {
     if (listeners.size > 0) return true;
-    const now = Date.now();
+    const now = performance.now();
     if (now - lookedAt >= LOOK_EVERY_MS) {
       lookedAt = now;
-      redis
-        .zcount(presence, now, '+inf')
+      scripts
+        .presence(presence, null, PRESENCE_TTL_MS)
         .then((n) => (othersListening = n > 0))
         .catch(() => (othersListening = true));
     }
