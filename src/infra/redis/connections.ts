@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config.js';
 import { isCluster, type RedisClient } from './client.js';
 import { SELF_BATCHED_COMMANDS } from './scripts/index.js';
+import { absorbStrayRedisRejections } from './stray-rejections.js';
 
 export type RedisSettings = Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisSentinels' | 'redisSentinelName' | 'redisCommandTimeoutMs'>;
 
@@ -54,6 +55,7 @@ export function createRedis(settings: RedisSettings, log: Logger, connectionName
       : new Redis({ ...target, ...common, ...perConnection });
   loggers.set(redis, log);
   logConnectionErrors(redis, log, connectionName);
+  absorbStrayRedisRejections(log);
   return redis;
 }
 
