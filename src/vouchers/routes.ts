@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { Guards } from '../auth/guards.js';
 import { AppError } from '../errors.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { type App, DateTimeString, ErrorBody, IdParams, Text } from '../http.js';
 import type { VoucherDirectory } from './directory.js';
 import type { CreateVoucherInput } from './create-voucher.js';
 import type { VoucherRedisState } from './redis-state.js';
@@ -12,11 +12,11 @@ import { MAX_SEGMENTS } from './segments.js';
 
 const CreateVoucherBody = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: 200 }),
+    title: Text({ minLength: 1, maxLength: 200 }),
     kind: Type.Union(VOUCHER_KIND_NAMES.map((k) => Type.Literal(k))),
     stock: Type.Integer({ minimum: 1, maximum: 10_000_000 }),
-    beginAt: Type.String({ format: 'date-time' }),
-    endAt: Type.String({ format: 'date-time' }),
+    beginAt: DateTimeString,
+    endAt: DateTimeString,
     perUserLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
     paymentTimeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
     waitlist: Type.Optional(Type.Boolean()),

@@ -26,6 +26,12 @@ export interface SchemaTypes {
   /** Makes `table.column` follow every UPDATE of the row (MySQL says it in the column's default). */
   readonly touchedAtDefault: RawBuilder<unknown>;
   touchOnUpdate(db: Kysely<unknown>, table: string, column: string): Promise<void>;
+  /**
+   * How `table.column`, a nullable varchar(length), compares: `exact` (byte for byte, case
+   * included) or by the table's `default` collation. MySQL's default collations ignore case;
+   * PostgreSQL compares text exactly either way, so nothing changes there.
+   */
+  textComparison(db: Kysely<unknown>, table: string, column: string, length: number, comparison: 'exact' | 'default'): Promise<void>;
 }
 
 export interface QuantityChange {
@@ -88,6 +94,10 @@ export const MYSQL: SqlDialect = {
     dropIndex: async (db, index, table) => void (await db.schema.dropIndex(index).on(table).execute()),
     touchedAtDefault: sql`current_timestamp(3) on update current_timestamp(3)`,
     touchOnUpdate: async () => {},
+    textComparison: async (db, table, column, length, comparison) => {
+      const collation = comparison === 'exact' ? sql` character set utf8mb4 collate utf8mb4_bin` : sql``;
+      await db.schema.alterTable(table).modifyColumn(column, sql`varchar(${sql.lit(length)})${collation}`).execute();
+    },
   },
 };
 
@@ -123,6 +133,7 @@ export const POSTGRES: SqlDialect = {
         begin new.${sql.id(column)} := statement_timestamp(); return new; end $$`.execute(db);
       await sql`create trigger ${fn} before update on ${sql.table(table)} for each row execute function ${fn}()`.execute(db);
     },
+    textComparison: async () => {},
   },
 };
 

@@ -4,8 +4,10 @@
 // Transient errors are worth retrying; anything else is a property of the data and will fail again
 // (the pipeline isolates those orders and, after a bounded number of deliveries, fails them). So an
 // error of the environment (server gone, full, read-only after a failover, access or database
-// missing) is "unreachable": retried, never a reason to fail an order.
-type Kind = 'unreachable' | 'conflict' | 'unique';
+// missing) is "unreachable": retried, never a reason to fail an order. A value the database cannot
+// store (out of range, too long, a character its encoding lacks) is "invalid": bad input that the
+// route schemas missed, never worth a retry.
+type Kind = 'unreachable' | 'conflict' | 'unique' | 'invalid';
 
 const MYSQL_ERRORS: Record<string, Kind> = {
   PROTOCOL_CONNECTION_LOST: 'unreachable',
@@ -21,6 +23,12 @@ const MYSQL_ERRORS: Record<string, Kind> = {
   ER_LOCK_WAIT_TIMEOUT: 'conflict',
   ER_QUERY_INTERRUPTED: 'conflict',
   ER_DUP_ENTRY: 'unique',
+  ER_WARN_DATA_OUT_OF_RANGE: 'invalid', // a number past its column's type (strict mode)
+  ER_DATA_OUT_OF_RANGE: 'invalid', // arithmetic past BIGINT
+  ER_DATA_TOO_LONG: 'invalid',
+  ER_TRUNCATED_WRONG_VALUE: 'invalid', // a date-time past DATETIME's range
+  ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: 'invalid', // incorrect string value: bytes the column's character set lacks
+  ER_INVALID_CHARACTER_STRING: 'invalid',
 };
 
 /** PostgreSQL: whole SQLSTATE classes (the first two characters), then single codes. */
@@ -40,6 +48,12 @@ const SQLSTATES: Record<string, Kind> = {
   '40P01': 'conflict', // deadlock detected
   '55P03': 'conflict', // lock not available
   '23505': 'unique',
+  '22001': 'invalid', // string data right truncation: too long
+  '22003': 'invalid', // numeric value out of range (an id past 2^63 − 1)
+  '22008': 'invalid', // datetime field overflow
+  '22021': 'invalid', // character not in repertoire (NUL in text)
+  '22P02': 'invalid', // invalid text representation ('1e3' as a bigint)
+  '22P05': 'invalid', // untranslatable character
 };
 
 // Drivers that lost the connection say so without a code (mysql2 pools, pg clients).
@@ -65,8 +79,14 @@ export const isDatabaseUnreachable = (err: unknown): boolean => kindOf(err) === 
 /** The same statement (or unique key) was stored by someone else first. */
 export const isUniqueViolation = (err: unknown): boolean => kindOf(err) === 'unique';
 
+/** A value of the statement cannot be stored: bad input, a 400 for a request. */
+export const isInvalidData = (err: unknown): boolean => kindOf(err) === 'invalid';
+
 /**
  * Worth retrying. A unique violation is, for the pipeline: a racing consumer stored the same order
  * first, and the retry sees it as stored.
  */
-export const isTransientDbError = (err: unknown): boolean => kindOf(err) !== null;
+export const isTransientDbError = (err: unknown): boolean => {
+  const kind = kindOf(err);
+  return kind !== null && kind !== 'invalid';
+};

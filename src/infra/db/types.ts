@@ -38,7 +38,7 @@ export interface OrdersTable {
   paid_at: Date | null;
   updated_at: Generated<Date>;
   failure_reason: string | null;
-  /** Idempotency-Key of a synchronous (limited/common) claim; seckill keeps its keys in Redis. */
+  /** Idempotency-Key of a synchronous (limited/common) claim, compared case-sensitively; seckill keeps its keys in Redis. */
   idempotency_key: ColumnType<string | null, string | null | undefined, string | null>;
 }
 

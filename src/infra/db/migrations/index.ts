@@ -4,6 +4,7 @@ import * as lifecycle from './0002-lifecycle.js';
 import * as voucherVersion from './0003-voucher-version.js';
 import * as voucherSegments from './0004-voucher-segments.js';
 import * as orderEvents from './0005-order-events.js';
+import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003-voucher-version': voucherVersion,
   '0004-voucher-segments': voucherSegments,
   '0005-order-events': orderEvents,
+  '0006-idempotency-key-case': idempotencyKeyCase,
 };
