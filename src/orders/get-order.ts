@@ -1,6 +1,8 @@
 // Use case: a buyer (or an admin) reads one order. An admitted order that the pipeline has not
 // stored yet is answered from its in-flight record as `processing`. Another user's order is
-// reported as not found, so ids cannot be probed.
+// reported as not found, so ids cannot be probed. So is an admission that Redis lost before the
+// pipeline stored it (ADMIT_DURABILITY=memory, Redis restarted without its data): the message
+// says so, since the buyer was told `processing` and may claim again (docs/api.md).
 import type { Principal } from '../auth/tokens.js';
 import { AppError } from '../errors.js';
 import type { InflightReader } from './inflight.js';
@@ -13,7 +15,7 @@ export function getOrderUseCase({ orders, inflight }: { orders: OrderRepository;
     const pending = await inflight.find(orderId);
     const order = pending ? orderFromInflight(pending) : await orders.findById(orderId);
     if (!order || (!caller.admin && order.userId !== caller.userId.toString())) {
-      throw new AppError('ORDER_NOT_FOUND', `order ${orderId} not found`);
+      throw new AppError('ORDER_NOT_FOUND', `order ${orderId} not found; if it was answered processing, the service lost it before storing it (nothing was taken): claim again`);
     }
     return order;
   };
