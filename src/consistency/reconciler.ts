@@ -78,7 +78,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 }
 
 async function reconcileVoucher(c: Context, voucherId: bigint): Promise<ReconcileReport> {
-  const voucher = await c.directory.get(voucherId);
+  const voucher = await c.directory.getStored(voucherId);
   if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
   const report: ReconcileReport = { voucherId: voucherId.toString(), verified: true, drift: [], repaired: 0 };
   const note = noteInto(c, report);

@@ -1,5 +1,6 @@
 // Use case: an operator's view of one voucher in both stores, cheap enough to poll every second:
-// a primary-key read, one grouped count on the (voucher_id, status) index, and one Redis round trip.
+// a primary-key read and one grouped count on the (voucher_id, status) index, in one read-only
+// transaction, and one Redis round trip.
 import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import { AppError } from '../errors.js';
@@ -25,10 +26,16 @@ export interface VoucherStats {
 export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisClient; keys: KeySpace }) {
   return async function voucherStats(voucherId: bigint): Promise<VoucherStats> {
     const id = voucherId.toString();
-    const [voucher, counts] = await Promise.all([
-      db.selectFrom('vouchers').select(['initial_stock', 'stock', 'segment_shards']).where('id', '=', id).executeTakeFirst(),
-      db.selectFrom('orders').select(['status', sql<number>`count(*)`.as('n')]).where('voucher_id', '=', id).groupBy('status').execute(),
-    ]);
+    // One snapshot (REPEATABLE READ) for both reads, so the stock and the order counts add up: read
+    // apart, they could fall either side of a batch's commit. Read-only: it takes no locks.
+    const { voucher, counts } = await db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (trx) => ({
+        voucher: await trx.selectFrom('vouchers').select(['initial_stock', 'stock', 'segment_shards']).where('id', '=', id).executeTakeFirst(),
+        counts: await trx.selectFrom('orders').select(['status', sql<number>`count(*)`.as('n')]).where('voucher_id', '=', id).groupBy('status').execute(),
+      }));
     if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
     // Summed over the voucher's segments (units on their way between two are left out).
     const shards = segmentShards({ id: voucherId, segmentShards: parseSegmentShards(voucher.segment_shards) }, keys);

@@ -99,7 +99,7 @@ export function createVoucherVerifier({ db, keys, scripts, reconciler, directory
         .execute();
       let verified = 0;
       for (const { id } of rows) {
-        const voucher = await directory.get(BigInt(id));
+        const voucher = await directory.getStored(BigInt(id));
         if (voucher && (await verify(voucher))) verified += 1;
       }
       return verified;

@@ -50,7 +50,7 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
   const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events } = deps;
 
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
-    const voucher = await directory.get(BigInt(row.voucher_id));
+    const voucher = await directory.getStored(BigInt(row.voucher_id));
     if (!voucher) return [];
     // Back to the segment the buyer claimed in, whose count holds these units.
     const shard = homeShard(voucher, row.user_id, keys);

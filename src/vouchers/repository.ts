@@ -13,6 +13,8 @@ export interface WarmSnapshot {
 export interface VoucherRepository {
   insert(v: Voucher): Promise<void>;
   findById(id: bigint): Promise<Voucher | null>;
+  /** The voucher ids next to `id`: the highest below it and the lowest at or above it (null: none). */
+  neighbours(id: bigint): Promise<{ below: bigint | null; atOrAbove: bigint | null }>;
   /** The newest vouchers first (ids are time-ordered snowflakes), at most `limit`. */
   listNewest(limit: number): Promise<Voucher[]>;
   warmSnapshot(voucherId: bigint): Promise<WarmSnapshot | null>;
@@ -42,6 +44,18 @@ export function createVoucherRepository(db: Db): VoucherRepository {
     async findById(id) {
       const row = await db.selectFrom('vouchers').selectAll().where('id', '=', id.toString()).executeTakeFirst();
       return row ? voucherFromRow(row) : null;
+    },
+    async neighbours(id) {
+      // Two scalar subqueries in one statement (one snapshot), each a seek on the primary key.
+      const text = id.toString();
+      const row = await db
+        .selectNoFrom((eb) => [
+          eb.selectFrom('vouchers').select((v) => v.fn.max('id').as('id')).where('id', '<', text).as('below'),
+          eb.selectFrom('vouchers').select((v) => v.fn.min('id').as('id')).where('id', '>=', text).as('atOrAbove'),
+        ])
+        .executeTakeFirstOrThrow();
+      const id64 = (v: string | null) => (v === null ? null : BigInt(v));
+      return { below: id64(row.below), atOrAbove: id64(row.atOrAbove) };
     },
     async listNewest(limit) {
       const rows = await db.selectFrom('vouchers').selectAll().orderBy('id', 'desc').limit(limit).execute();

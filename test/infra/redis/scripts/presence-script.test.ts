@@ -18,10 +18,10 @@ describe('listener presence (presence-1.lua)', () => {
     assert.equal(await scripts.presence(set, null, 300), 2);
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(await scripts.presence(set, null, 300), 1);
-    assert.deepEqual(await redis.zrange(set, 0, -1), ['b']);
+    assert.deepEqual(await redis.zrange(set, '0', '-1'), ['b']);
     // A renewal moves the expiry forward from Redis's own now.
     await scripts.presence(set, 'b', 60_000);
-    const [, expiresAt] = await redis.zrange(set, 0, -1, 'WITHSCORES');
+    const [, expiresAt] = await redis.zrange(set, '0', '-1', 'WITHSCORES');
     const [seconds, micros] = await redis.time();
     const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     assert.ok(Math.abs(Number(expiresAt) - (redisNow + 60_000)) < 1_000, `expires at ${expiresAt}, Redis now ${redisNow}`);
