@@ -1,6 +1,6 @@
 // The one typed configuration schema. Every setting: env var, default, doc line, parser.
 // process.env is read here and nowhere else.
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 
 type Parser<T> = (raw: string) => T;
@@ -93,6 +93,11 @@ const nonEmpty = (pattern?: RegExp, what?: string): Parser<string> => (raw) => {
   return raw;
 };
 
+/** The built-in JWT_SECRET: published in the README, so good for this machine only. */
+const DEV_JWT_SECRET = 'dev-only-secret-change-me';
+/** An HS256 key shorter than its 32-byte hash is weaker than the algorithm (RFC 7518 §3.2). */
+const MIN_SERVING_SECRET_BYTES = 32;
+
 export const settings = {
   port: setting('PORT', '3000', 'HTTP port of `seckill serve`.', int(0, 65535)),
   host: setting('HOST', '127.0.0.1', 'Address `seckill serve` listens on.', nonEmpty()),
@@ -149,8 +154,8 @@ export const settings = {
   ),
   jwtSecret: setting(
     'JWT_SECRET',
-    'dev-only-secret-change-me',
-    'HS256 secret for bearer tokens. Set your own in production.',
+    DEV_JWT_SECRET,
+    `HS256 secret for bearer tokens. \`seckill serve\` on a HOST other than loopback refuses the built-in one and any shorter than ${MIN_SERVING_SECRET_BYTES} bytes: with them anyone could sign an admin token.`,
     nonEmpty(),
   ),
   jwtMaxTtlSeconds: setting(
@@ -371,6 +376,55 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return out as Config;
 }
 
+const loopback = new BlockList();
+loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+loopback.addAddress('::1', 'ipv6');
+
+/** Whether HOST keeps the API on this machine: 127.0.0.0/8, ::1 (IPv4-mapped too) or localhost. */
+export function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  const family = isIP(host);
+  return family !== 0 && loopback.check(host, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/**
+ * Refuses (ConfigError) a server that others can reach with a secret anyone may know or guess:
+ * whoever holds JWT_SECRET signs admin tokens. On loopback (a developer machine, the demo, the
+ * tests) the built-in secret is fine.
+ */
+export function checkServingSecret({ host, jwtSecret }: Pick<Config, 'host' | 'jwtSecret'>): void {
+  if (isLoopbackHost(host)) return;
+  const bytes = Buffer.byteLength(jwtSecret, 'utf8');
+  const weak =
+    jwtSecret === DEV_JWT_SECRET ? 'is the built-in development secret' : bytes < MIN_SERVING_SECRET_BYTES ? `is ${bytes} bytes long` : null;
+  if (weak === null) return;
+  throw new ConfigError(
+    `JWT_SECRET ${weak} and HOST ${host} is not a loopback address: anyone could sign an admin token; ` +
+      `set JWT_SECRET to a random secret of at least ${MIN_SERVING_SECRET_BYTES} bytes`,
+  );
+}
+
+const REDACTED = '<redacted>';
+
+/** `raw` with the password of its URL (if it is one with a password) replaced; the user stays. */
+function withoutPassword(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return raw;
+  }
+  if (u.password === '') return raw;
+  return `${u.protocol}//${u.username}:${REDACTED}@${u.host}${u.pathname}${u.search}${u.hash}`;
+}
+
+/** The configuration as `seckill config` prints it: the JWT secret and every password in a URL redacted. */
+export function redactedConfig(config: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(config)) out[key] = typeof value === 'string' ? withoutPassword(value) : value;
+  return { ...out, jwtSecret: REDACTED };
+}
+
 /** The command that writes docs/configuration.md (test/docs/configuration-doc.test.ts keeps it current). */
 export const CONFIGURATION_DOC_COMMAND = 'node --import tsx scripts/configuration-doc.ts > docs/configuration.md';
 
@@ -388,7 +442,7 @@ Every setting is an environment variable, read once at start-up by \`src/config.
 reads \`process.env\`). An unset or empty variable takes the default; where the default is empty,
 the meaning says what empty does. An invalid value stops start-up with one line naming the
 variable (exit code 2). \`seckill config\` prints the configuration a process would run with (the
-JWT secret redacted).
+JWT secret and the password of every URL redacted).
 
 Where a setting decides what a guarantee is worth (\`ADMIT_DURABILITY\`, \`SHARDS\`, the token
 buckets, \`SHUTDOWN_GRACE_MS\`), [operations.md](operations.md) says what was measured with it.

@@ -24,6 +24,8 @@ export const ErrorCode = {
   IDEMPOTENCY_KEY_REUSED: 422,
   /** A token bucket (per voucher, per buyer) or the per-address limit is empty; see Retry-After. */
   RATE_LIMITED: 429,
+  /** The caller (SSE_MAX_PER_USER) or this process (SSE_MAX_STREAMS) holds its most event streams; see Retry-After. */
+  TOO_MANY_STREAMS: 429,
   /** The voucher takes claims only with a `Claim-Token` header (GET /api/vouchers/:id/claim-token). */
   CLAIM_TOKEN_REQUIRED: 403,
   /** The claim token is forged, malformed, or was issued to another user or for another voucher. */

@@ -1,13 +1,13 @@
 // Composition root of the `seckill` command: configuration → the chosen command.
 import { Command } from 'commander';
-import { ConfigError, configurationDoc, loadConfig } from './config.js';
+import { ConfigError, configurationDoc, loadConfig, redactedConfig } from './config.js';
 import { audit } from './cli/audit.js';
 import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
 import { migrate } from './cli/migrate.js';
 import { reconcile } from './cli/reconcile.js';
 import { serve } from './cli/serve.js';
-import { token } from './cli/token.js';
+import { DEFAULT_TTL_SECONDS, token } from './cli/token.js';
 import { worker } from './cli/worker.js';
 
 function config() {
@@ -43,7 +43,7 @@ program
   .description('print a bearer token signed with JWT_SECRET')
   .requiredOption('--user <id>', 'user id (positive 64-bit decimal)')
   .option('--admin', 'grant the admin role')
-  .option('--ttl <seconds>', 'lifetime in seconds (0 = no expiry)', '3600')
+  .option('--ttl <seconds>', `lifetime in seconds, at most JWT_MAX_TTL_SECONDS (default ${DEFAULT_TTL_SECONDS}, or that maximum when shorter; 0 = no expiry, only with JWT_MAX_TTL_SECONDS=0)`)
   .action((opts) => token(config(), opts));
 
 program
@@ -102,10 +102,11 @@ program
   .description('print the effective configuration, or with --markdown docs/configuration.md')
   .option('--markdown', 'print the table of every setting')
   .action((opts: { markdown?: boolean }) => {
-    console.log(opts.markdown ? configurationDoc() : JSON.stringify({ ...config(), jwtSecret: '<redacted>' }, null, 2));
+    console.log(opts.markdown ? configurationDoc() : JSON.stringify(redactedConfig(config()), null, 2));
   });
 
 program.parseAsync().catch((err: Error) => {
   console.error(`seckill: ${err.message}`);
-  process.exit(1);
+  // A setting, or a setting and an option together, that cannot work: exit 2 as at start-up.
+  process.exit(err instanceof ConfigError ? 2 : 1);
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
-import { ConfigError, loadConfig, settings } from '../src/config.js';
+import { checkServingSecret, ConfigError, isLoopbackHost, loadConfig, redactedConfig, settings } from '../src/config.js';
 import { derivedConfirmTimeoutMs } from '../src/events/amqp-publisher.js';
 
 type Key = keyof typeof settings;
@@ -185,5 +185,66 @@ describe('configuration', () => {
 
   it('documents every setting in one line of its own', () => {
     for (const s of Object.values(settings)) assert.match(s.doc, /^[^\n]{10,}$/, `doc line of ${s.env}`);
+  });
+});
+
+describe('the JWT secret of a server others can reach', () => {
+  const serving = (env: Record<string, string>) => () => checkServingSecret(loadConfig(env));
+  const strong = 'x'.repeat(32);
+
+  it('tells loopback addresses from the others', () => {
+    for (const host of ['127.0.0.1', '127.8.9.10', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1', 'localhost', 'LOCALHOST']) {
+      assert.equal(isLoopbackHost(host), true, host);
+    }
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', '::2', '::ffff:10.0.0.1', 'example.com', 'localhost.example.com']) {
+      assert.equal(isLoopbackHost(host), false, host);
+    }
+  });
+
+  it('when HOST is loopback, then the built-in secret and short ones are fine (a developer machine, the demo, the tests)', () => {
+    assert.doesNotThrow(serving({}));
+    assert.doesNotThrow(serving({ HOST: '::1', JWT_SECRET: 's' }));
+    assert.doesNotThrow(serving({ HOST: 'localhost' }));
+  });
+
+  it('when HOST is not loopback, then the built-in secret or one under 32 bytes is refused with one line naming JWT_SECRET; 32 bytes are enough', () => {
+    for (const [env, why] of [
+      [{ HOST: '0.0.0.0' }, /^JWT_SECRET is the built-in development secret and HOST 0\.0\.0\.0 is not a loopback address: anyone could sign an admin token; set JWT_SECRET to a random secret of at least 32 bytes$/],
+      [{ HOST: '::', JWT_SECRET: 'x'.repeat(31) }, /^JWT_SECRET is 31 bytes long and HOST :: is not a loopback address: anyone could sign an admin token/],
+      // Bytes, not characters: 'é' is 2 bytes of UTF-8.
+      [{ HOST: '10.0.0.1', JWT_SECRET: 'é'.repeat(15) }, /^JWT_SECRET is 30 bytes long/],
+    ] as const) {
+      assert.throws(serving(env), (err: Error) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, why);
+        assert.doesNotMatch(err.message, /\n/);
+        return true;
+      });
+    }
+    assert.doesNotThrow(serving({ HOST: '0.0.0.0', JWT_SECRET: strong }));
+    assert.doesNotThrow(serving({ HOST: '0.0.0.0', JWT_SECRET: 'é'.repeat(16) }));
+  });
+});
+
+describe('the configuration as printed', () => {
+  it('redacts the JWT secret and the password of every URL, keeping the user and the rest', () => {
+    const printed = redactedConfig(
+      loadConfig({
+        JWT_SECRET: 'top-secret',
+        DATABASE_URL: 'mysql://shop:db%2Fpass@db.example:3306/shop?ssl=true',
+        REDIS_URL: 'rediss://:redis-pass@cache.example:6380/2',
+        EVENTS_AMQP_URL: 'amqps://mq-user:mq-pass@mq.example:5671/shop',
+      }),
+    );
+    assert.equal(printed.jwtSecret, '<redacted>');
+    assert.equal(printed.databaseUrl, 'mysql://shop:<redacted>@db.example:3306/shop?ssl=true');
+    assert.equal(printed.redisUrl, 'rediss://:<redacted>@cache.example:6380/2');
+    assert.equal(printed.eventsAmqpUrl, 'amqps://mq-user:<redacted>@mq.example:5671/shop');
+    for (const secret of ['top-secret', 'db%2Fpass', 'redis-pass', 'mq-pass']) assert.ok(!JSON.stringify(printed).includes(secret), secret);
+  });
+
+  it('leaves URLs without a password and every other setting as they are', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://postgres@db:5432/shop', CONSUMER_NAME: 'api:7', CORS_ORIGINS: 'https://shop.example.com' });
+    assert.deepEqual(redactedConfig(config), { ...config, jwtSecret: '<redacted>' });
   });
 });

@@ -3,11 +3,20 @@
 // fast-jwt's general verifier (decoder, validator tables, error objects) cost twice the HMAC
 // itself. It accepts what fast-jwt's createVerifier({ algorithms: ['HS256'] }) accepts: three
 // base64url segments, header and payload JSON objects, alg exactly HS256, no `crit`, a signature
-// equal in constant time, `nbf`/`exp` numbers honoured when present. Tokens are signed by fast-jwt.
+// equal in constant time, `nbf`/`exp` numbers honoured when present; beyond that, `exp` is
+// required and bounded by JWT_MAX_TTL_SECONDS, so a leaked token does not work for ever. Tokens
+// are signed by fast-jwt.
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
+import { settings } from '../config.js';
 import { AppError } from '../errors.js';
 import { parseId } from '../id-text.js';
+
+/**
+ * How far a token's `exp` may lie beyond JWT_MAX_TTL_SECONDS from now: the clock of whoever
+ * signed it may run this much ahead of ours.
+ */
+export const CLOCK_SKEW_SECONDS = 60;
 
 export interface Principal {
   userId: bigint;
@@ -18,8 +27,34 @@ export interface Principal {
 
 export interface TokenService {
   verify(authorization: string | undefined): Principal;
-  /** ttlSeconds 0 = no expiry; negative = already expired (tests). */
+  /**
+   * ttlSeconds 1..maxTtlSeconds; 0 = no expiry, only when maxTtlSeconds is 0; negative = already
+   * expired (tests). Another ttl throws: it is the caller's mistake.
+   */
   sign(principal: Principal, ttlSeconds: number): Promise<string>;
+}
+
+export interface TokenOptions {
+  /** JWT_MAX_TTL_SECONDS (its default when left out); 0: tokens without `exp` are accepted. */
+  maxTtlSeconds?: number;
+}
+
+const DEFAULT_MAX_TTL_SECONDS = settings.jwtMaxTtlSeconds.parse(settings.jwtMaxTtlSeconds.default);
+
+/**
+ * Why a token may not be signed with `ttlSeconds` under `maxTtlSeconds` (the end of a sentence
+ * that starts with the ttl), or null when it may.
+ */
+export function ttlProblem(ttlSeconds: number, maxTtlSeconds: number): string | null {
+  if (maxTtlSeconds === 0) return null;
+  if (ttlSeconds === 0) return `means no expiry, allowed only when JWT_MAX_TTL_SECONDS is 0 (it is ${maxTtlSeconds})`;
+  if (ttlSeconds > maxTtlSeconds) return `is longer than JWT_MAX_TTL_SECONDS (${maxTtlSeconds} s)`;
+  return null;
+}
+
+/** `preferred`, shortened to what `maxTtlSeconds` allows. */
+export function ttlWithin(preferred: number, maxTtlSeconds: number): number {
+  return maxTtlSeconds === 0 ? preferred : Math.min(preferred, maxTtlSeconds);
 }
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -40,9 +75,12 @@ function jsonObject(segment: string): Json | null {
 const invalid = () => new AppError('UNAUTHORIZED', 'invalid token');
 
 /** The token's payload when its signature, header and time claims hold; throws UNAUTHORIZED. */
-function createHs256Verifier(secret: string): (token: string) => Json {
+function createHs256Verifier(secret: string, maxTtlSeconds: number): (token: string) => Json {
   if (!secret) throw new Error('an HS256 secret must not be empty');
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
+  // The latest `exp` accepted, as a distance from now (ms).
+  const furthestExpMs = maxTtlSeconds === 0 ? Infinity : (maxTtlSeconds + CLOCK_SKEW_SECONDS) * 1000;
+  const tooLong = `token lifetime exceeds the maximum of ${maxTtlSeconds} s`;
   // Every token of this service carries the same header segment: one accepted is not parsed again.
   let knownHeader = '';
   return (token) => {
@@ -67,16 +105,19 @@ function createHs256Verifier(secret: string): (token: string) => Json {
     const now = Date.now();
     const { nbf, exp } = payload;
     if (nbf !== undefined && (typeof nbf !== 'number' || now < nbf * 1000)) throw invalid();
-    if (exp !== undefined) {
+    if (exp === undefined) {
+      if (maxTtlSeconds !== 0) throw new AppError('UNAUTHORIZED', 'token has no expiry (exp)');
+    } else {
       if (typeof exp !== 'number') throw invalid();
       if (now > exp * 1000) throw new AppError('UNAUTHORIZED', 'token expired');
+      if (exp * 1000 - now > furthestExpMs) throw new AppError('UNAUTHORIZED', tooLong);
     }
     return payload;
   };
 }
 
-export function createTokenService(secret: string): TokenService {
-  const verifier = createHs256Verifier(secret);
+export function createTokenService(secret: string, { maxTtlSeconds = DEFAULT_MAX_TTL_SECONDS }: TokenOptions = {}): TokenService {
+  const verifier = createHs256Verifier(secret, maxTtlSeconds);
   const signer = createSigner({ key: secret, algorithm: 'HS256' });
   return {
     verify(authorization) {
@@ -87,6 +128,8 @@ export function createTokenService(secret: string): TokenService {
       return { userId, admin: payload.role === 'admin', ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}) };
     },
     async sign({ userId, admin }, ttlSeconds) {
+      const problem = ttlProblem(ttlSeconds, maxTtlSeconds);
+      if (problem !== null) throw new Error(`ttl ${ttlSeconds} ${problem}`);
       const now = Math.floor(Date.now() / 1000);
       return signer({
         sub: userId.toString(),

@@ -5,6 +5,7 @@
 // their orders expire; both stores are audited after the sale and again after the expiry. The
 // console and store URLs are printed before the sale, and --keep leaves the service up afterwards.
 import { buildApp } from '../app.js';
+import { ttlWithin } from '../auth/tokens.js';
 import type { Config } from '../config.js';
 import { createContainer } from '../container.js';
 import { dialectOf } from '../infra/db/dialect.js';
@@ -70,7 +71,13 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
     await container.startWorkers();
     const port = options.port === undefined ? 0 : count('port', options.port, 0);
     const url = await app.listen({ port, host: '127.0.0.1' });
-    const credentials = await mintCredentials({ secret: config.jwtSecret, buyers, firstUserId: FIRST_BUYER, ttlSeconds: 3600 });
+    const credentials = await mintCredentials({
+      secret: config.jwtSecret,
+      buyers,
+      firstUserId: FIRST_BUYER,
+      // Its own API refuses tokens longer than JWT_MAX_TTL_SECONDS.
+      ttlSeconds: ttlWithin(3600, config.jwtMaxTtlSeconds),
+    });
     // Created here rather than by the bench, so that its store page can be named before the sale.
     const setup = new Deployment(url, credentials.admin);
     const voucher = await setup.createVoucher({ kind: 'seckill', stock, paymentTimeoutSeconds }).finally(() => setup.close());

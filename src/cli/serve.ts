@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
 import { buildApp } from '../app.js';
 import { joinClusterMetrics, serveClusterMetrics } from '../cluster-metrics.js';
-import type { Config } from '../config.js';
+import { checkServingSecret, type Config } from '../config.js';
 import { type Container, createContainer } from '../container.js';
 import type { App } from '../http.js';
 import { createLogger } from '../logger.js';
@@ -18,9 +18,10 @@ export interface ServeOptions {
 /**
  * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker), in API_PROCESSES
  * processes sharing the port. SIGTERM/SIGINT stop accepting, finish in-flight requests, then the
- * batches in hand, and exit 0.
+ * batches in hand, and exit 0. Refuses (ConfigError) a secret anyone could know on a HOST others reach.
  */
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
+  checkServingSecret(config);
   if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
   // One process of several: /metrics answers for all of them.

@@ -23,6 +23,7 @@ import { httpLimits } from '../protection/http-limits.js';
 import { trafficGuards } from '../protection/traffic-guards.js';
 import { readinessCheck } from '../readiness.js';
 import { createVoucherUseCase } from '../vouchers/create-voucher.js';
+import { createStreamSlots } from '../sse.js';
 import { segmentPlacer } from '../vouchers/segments.js';
 import { lastReconciliation } from '../consistency/reconciler.js';
 import { waitlistPositionUseCase } from '../waitlist/position.js';
@@ -36,12 +37,14 @@ export interface Api {
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub: events, eventOutbox: outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler, verifier } = core;
-  const tokens = createTokenService(config.jwtSecret);
+  const tokens = createTokenService(config.jwtSecret, { maxTtlSeconds: config.jwtMaxTtlSeconds });
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
   const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, scripts, unitsBack, log });
   const orders = createOrderRepository(db);
   const getOrder = getOrderUseCase({ orders, inflight });
+  // One count of open event streams for every feed of this process.
+  const streamSlots = createStreamSlots({ perUser: config.sseMaxPerUser, total: config.sseMaxStreams });
   const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => core.closer.add(name, close) });
 
   const appDeps: AppDeps = {
@@ -74,6 +77,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       getOrder,
       listOrders: listOrdersUseCase({ orders }),
       pubsub: events,
+      streamSlots,
     },
     lifecycle: {
       payOrder: payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }),
@@ -85,6 +89,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
       auditVoucher: (id, admitted) => core.audit(id, { admitted }),
       lastReconciliation: (id) => lastReconciliation(redis, keys, id),
+      streamSlots,
     },
   };
   return { tokens, claimTokens, appDeps };

@@ -4,7 +4,7 @@
 // as an `error` event and the stream goes on. The SSE writer does the rest.
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.js';
-import { createSseStreams, type SseFeed, type SseStreams } from '../sse.js';
+import { createSseStreams, type SseFeed, type SseStreams, type StreamSlots } from '../sse.js';
 
 export const LIVE_INTERVAL_MS = 1_000;
 
@@ -41,6 +41,7 @@ function snapshots(next: () => Promise<unknown>, intervalMs: number, log: Fastif
   };
 }
 
-export function createTickStreams(intervalMs = LIVE_INTERVAL_MS): TickStreams {
-  return createSseStreams('live view', (next: () => Promise<unknown>, request) => snapshots(next, intervalMs, request.log));
+/** `slots`: the process's, shared with the other feeds. */
+export function createTickStreams(slots: StreamSlots, intervalMs = LIVE_INTERVAL_MS): TickStreams {
+  return createSseStreams('live view', (next: () => Promise<unknown>, request) => snapshots(next, intervalMs, request.log), { slots });
 }

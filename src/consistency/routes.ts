@@ -6,6 +6,7 @@ import type { VoucherAudit } from './audit.js';
 import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 import { createLive, type LiveDeps } from './live.js';
+import type { StreamSlots } from '../sse.js';
 import { createTickStreams, LIVE_INTERVAL_MS } from './live-stream.js';
 
 const Count = Type.Integer({ minimum: 0 });
@@ -50,10 +51,15 @@ export interface ConsistencyRouteDeps {
   metrics: { metrics(): Promise<string> };
   lastReconciliation: LiveDeps['lastReconciliation'];
   liveIntervalMs?: number;
+  /** The process's event-stream slots, shared with the order events. */
+  streamSlots: StreamSlots;
 }
 
-export function registerConsistencyRoutes(app: App, { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, lastReconciliation, liveIntervalMs }: ConsistencyRouteDeps) {
-  const streams = createTickStreams(liveIntervalMs ?? LIVE_INTERVAL_MS);
+export function registerConsistencyRoutes(
+  app: App,
+  { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, lastReconciliation, liveIntervalMs, streamSlots }: ConsistencyRouteDeps,
+) {
+  const streams = createTickStreams(streamSlots, liveIntervalMs ?? LIVE_INTERVAL_MS);
   // An open stream would keep server.close() waiting for ever.
   app.addHook('preClose', async () => streams.closeAll());
 
@@ -113,11 +119,12 @@ export function registerConsistencyRoutes(app: App, { guards, voucherStats, reco
           '`text/event-stream` of `event: snapshot` with data {at, stats (as GET /stats), claimsPerSecond: {outcome: n} ' +
           '(all vouchers, from seckill_claims_total of /metrics), admissionsPerSecond (this voucher, from the stores), ' +
           'audit?: {ok, failed: [{name, problem}], at} (on the first snapshot and every 10th)}; `event: error` with ' +
-          '{code, message} when a snapshot failed (the stream goes on). Unknown voucher: 404 before the stream starts.',
+          '{code, message} when a snapshot failed (the stream goes on); `event: token-expired` and the end when your token expires. ' +
+          'Unknown voucher: 404 before the stream starts; past the stream caps (SSE_MAX_PER_USER, SSE_MAX_STREAMS): 429 TOO_MANY_STREAMS.',
         params: IdParams,
         querystring: Type.Object({}, { additionalProperties: false }),
         response: {
-          200: { description: 'an endless text/event-stream', content: { 'text/event-stream': { schema: Type.String() } } },
+          200: { description: 'a text/event-stream, until you leave or your token expires', content: { 'text/event-stream': { schema: Type.String() } } },
           '4xx': ErrorBody,
           '5xx': ErrorBody,
         },

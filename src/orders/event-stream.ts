@@ -17,6 +17,6 @@ function orderEvents(pubsub: OrderPubSub, userId: bigint): SseFeed {
   };
 }
 
-export function createEventStreams(pubsub: OrderPubSub, options: SseOptions = {}): EventStreams {
+export function createEventStreams(pubsub: OrderPubSub, options: SseOptions): EventStreams {
   return createSseStreams('order events', (userId: bigint) => orderEvents(pubsub, userId), options);
 }

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { type App, ErrorBody, IdParams, IdString } from '../http.js';
+import type { StreamSlots } from '../sse.js';
 import { createEventStreams } from './event-stream.js';
 import type { OrderPubSub } from './order-pubsub.js';
 import { DEFAULT_LIST_LIMIT, type ListOrdersQuery, MAX_LIST_LIMIT } from './list-orders.js';
@@ -31,10 +32,12 @@ export interface OrderRouteDeps {
   getOrder(caller: Principal, orderId: bigint): Promise<OrderView>;
   listOrders(caller: Principal, query: ListOrdersQuery): Promise<OrderView[]>;
   pubsub: OrderPubSub;
+  /** The process's event-stream slots, shared with the console's live view. */
+  streamSlots: StreamSlots;
 }
 
-export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pubsub: events }: OrderRouteDeps) {
-  const streams = createEventStreams(events);
+export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pubsub: events, streamSlots }: OrderRouteDeps) {
+  const streams = createEventStreams(events, { slots: streamSlots });
   // Before the server closes: an open event stream would keep server.close() waiting for ever.
   app.addHook('preClose', async () => streams.closeAll());
 
@@ -76,11 +79,13 @@ export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pu
           '`text/event-stream`. After the headers: a `: connected` comment (you are subscribed), then per event ' +
           '`event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed or promoted and data ' +
           '{type, orderId, voucherId, userId, quantity, status, at}; a `: ping` comment every 15 s. Delivery is at ' +
-          'most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure.',
+          'most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure. ' +
+          'When your token expires, an `event: token-expired` ({code, message}) and the end of the stream. ' +
+          'Past SSE_MAX_PER_USER open streams of yours, or SSE_MAX_STREAMS of this server: 429 TOO_MANY_STREAMS with Retry-After.',
         querystring: NoQuery,
         response: {
           200: {
-            description: 'an endless text/event-stream',
+            description: 'a text/event-stream, until you leave or your token expires',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
           '4xx': ErrorBody,

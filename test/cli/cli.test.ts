@@ -7,12 +7,27 @@ import { runSeckill, startSeckill } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
 describe('seckill command', () => {
-  it('token: prints a token for the user, signed with JWT_SECRET', async () => {
+  it('token: prints a token for the user, signed with JWT_SECRET, living --ttl seconds', async () => {
     const { code, stdout, stderr } = await runSeckill(['token', '--user', '42', '--admin', '--ttl', '60'], { env: { JWT_SECRET: 'cli-secret' } });
     assert.equal(code, 0, stderr);
     const principal = createTokenService('cli-secret').verify(`Bearer ${stdout.trim()}`);
-    assert.deepEqual(principal, { userId: 42n, admin: true });
+    assert.deepEqual({ ...principal, expiresAt: undefined }, { userId: 42n, admin: true, expiresAt: undefined });
+    assert.ok(Math.abs(principal.expiresAt! - (Date.now() + 60_000)) < 5_000, 'expires in a minute');
     assert.throws(() => createTokenService('other-secret').verify(`Bearer ${stdout.trim()}`), /invalid token/);
+  });
+
+  it('token: lives JWT_MAX_TTL_SECONDS when --ttl is left out and that is shorter than an hour', async () => {
+    const { code, stdout, stderr } = await runSeckill(['token', '--user', '42'], { env: { JWT_SECRET: 'cli-secret', JWT_MAX_TTL_SECONDS: '600' } });
+    assert.equal(code, 0, stderr);
+    const { expiresAt } = createTokenService('cli-secret').verify(`Bearer ${stdout.trim()}`);
+    assert.ok(Math.abs(expiresAt! - (Date.now() + 600_000)) < 5_000, 'expires in 600 s');
+  });
+
+  it('token: refuses --ttl 0 (no expiry) with a one-line message naming JWT_MAX_TTL_SECONDS and exit code 2', async () => {
+    const { code, stdout, stderr } = await runSeckill(['token', '--user', '42', '--ttl', '0']);
+    assert.equal(code, 2, stderr);
+    assert.equal(stderr.trim(), 'seckill: --ttl 0 means no expiry, allowed only when JWT_MAX_TTL_SECONDS is 0 (it is 86400)');
+    assert.equal(stdout, '');
   });
 
   it('token: refuses a user id that is not a positive 64-bit integer', async () => {
@@ -25,6 +40,30 @@ describe('seckill command', () => {
     const { code, stderr } = await runSeckill(['serve'], { env: { PORT: 'eighty' } });
     assert.equal(code, 2);
     assert.equal(stderr.trim(), 'seckill: invalid PORT: expected an integer, got "eighty"');
+  });
+
+  it('serve: refuses with exit code 2 to listen beyond loopback with the built-in JWT_SECRET', async () => {
+    // Were it not refused, it would fail on its own: an address of no interface (TEST-NET-1), stores that do not answer.
+    const env = { HOST: '192.0.2.1', DATABASE_URL: 'mysql://root@127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1' };
+    const { code, stderr } = await runSeckill(['serve'], { env, timeoutMs: 30_000 });
+    assert.equal(code, 2, stderr);
+    assert.equal(
+      stderr.trim(),
+      'seckill: JWT_SECRET is the built-in development secret and HOST 192.0.2.1 is not a loopback address: anyone could sign an admin token; set JWT_SECRET to a random secret of at least 32 bytes',
+    );
+  });
+
+  it('config: prints the configuration with the JWT secret and the password of every URL redacted', async () => {
+    const { code, stdout, stderr } = await runSeckill(['config'], {
+      env: { JWT_SECRET: 'top-secret', DATABASE_URL: 'mysql://shop:db-pass@db.example:3306/shop', REDIS_URL: 'redis://:redis-pass@cache.example:6379', EVENTS_AMQP_URL: 'amqp://mq:mq-pass@mq.example:5672' },
+    });
+    assert.equal(code, 0, stderr);
+    const printed = JSON.parse(stdout);
+    assert.equal(printed.jwtSecret, '<redacted>');
+    assert.equal(printed.databaseUrl, 'mysql://shop:<redacted>@db.example:3306/shop');
+    assert.equal(printed.redisUrl, 'redis://:<redacted>@cache.example:6379');
+    assert.equal(printed.eventsAmqpUrl, 'amqp://mq:<redacted>@mq.example:5672');
+    for (const secret of ['top-secret', 'db-pass', 'redis-pass', 'mq-pass']) assert.ok(!stdout.includes(secret), secret);
   });
 
   describe('serve', () => {

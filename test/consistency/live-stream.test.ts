@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppError } from '../../src/errors.js';
 import { createTickStreams } from '../../src/consistency/live-stream.js';
+import { createStreamSlots } from '../../src/sse.js';
 import { connect, sseApp } from '../support/sse.js';
 import { waitFor } from '../support/wait.js';
 
 const INTERVAL_MS = 20;
 const sources: (() => Promise<unknown>)[] = [];
-const streams = createTickStreams(INTERVAL_MS);
+const streams = createTickStreams(createStreamSlots({ perUser: 100, total: 100 }), INTERVAL_MS);
 const base = await sseApp((app) => {
   app.addHook('preClose', () => streams.closeAll());
   app.get<{ Params: { source: string } }>('/live/:source', (request, reply) => streams.open(request, reply, sources[Number(request.params.source)]!));

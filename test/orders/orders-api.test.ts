@@ -416,7 +416,7 @@ describe('GET /api/orders/events', () => {
   it('writes a ping comment at the configured interval', async () => {
     // The stream module on a bare Fastify app with a short interval (the route uses 15 s).
     const app = Fastify();
-    const streams = createEventStreams(t.c.pubsub, { pingIntervalMs: 50 });
+    const streams = createEventStreams(t.c.pubsub, { slots: t.c.appDeps.orders.streamSlots, pingIntervalMs: 50 });
     app.addHook('preClose', () => streams.closeAll());
     app.get('/events', (request, reply) => streams.open(request, reply, 601n));
     await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1,6 +1,6 @@
 // Server-sent events over real HTTP for tests of the SSE writer and its feeds: a bare Fastify app
 // that answers AppErrors as the API does, and a client that keeps what it read.
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -11,6 +11,7 @@ export async function sseApp(register: (app: FastifyInstance) => void): Promise<
   const app = Fastify();
   app.setErrorHandler((err, _request, reply) => {
     const e = err instanceof AppError ? err : new AppError('INTERNAL', 'unexpected');
+    if (e.retryAfterSeconds !== undefined) void reply.header('retry-after', String(e.retryAfterSeconds));
     return reply.code(e.status).send(e.toBody());
   });
   register(app);
@@ -34,9 +35,9 @@ export interface SseClient {
   close(): void;
 }
 
-export function connect(url: string, method = 'GET'): Promise<SseClient> {
+export function connect(url: string, method = 'GET', headers: OutgoingHttpHeaders = {}): Promise<SseClient> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method }, (res) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
       let body = '';
       let ended = false;
       res.setEncoding('utf8');
