@@ -9,13 +9,14 @@ import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
 import { isDatabaseUnreachable } from './infra/db/errors.js';
-import type { Readiness } from './readiness.js';
+import { publicReadiness, type Readiness } from './readiness.js';
 import { type App, SCHEMA_FORMATS } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
 import { registerGracefulClose } from './protection/graceful-close.js';
 import { registerCors } from './protection/cors.js';
+import { registerSecurityHeaders } from './protection/security-headers.js';
 import { registerTrafficGuards, type TrafficGuards } from './protection/traffic-guards.js';
 import { type ConsistencyRouteDeps, registerConsistencyRoutes } from './consistency/routes.js';
 import { type ClaimRouteDeps, registerClaimRoutes } from './claims/routes.js';
@@ -32,7 +33,7 @@ export interface AppDeps {
   metrics: MetricsSource;
   /** Counts every error answer by its code (429s, 503s and 403s of the protections included). */
   countError(code: string): void;
-  /** Each store's state and latency (readiness.ts). */
+  /** Each store's state, latency and error (readiness.ts); /readyz shows all but the error. */
   readiness(): Promise<Readiness>;
   httpLimits: HttpLimits;
   /** CORS_ORIGINS (protection/cors.ts); empty: no CORS headers. */
@@ -46,6 +47,10 @@ export interface AppDeps {
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
 }
+
+// The OpenAPI UI's own scripts, styles and images, and calls to this origin ("Try it out").
+const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
 
@@ -103,6 +108,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     reply.code(404).send({ code: 'NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 
+  // First: every answer carries them, those of the hooks below included.
+  registerSecurityHeaders(app);
   const closing = registerGracefulClose(app, deps.httpLimits.shutdownGraceMs);
   // Before the traffic guards, so that their 429s and 503s reach an allowed page readable.
   registerCors(app, deps.corsOrigins);
@@ -114,12 +121,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // BaseLayout: the routes without the top bar, whose logo is an SVG with an inline style.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: DOCS_CSP, uiConfig: { layout: 'BaseLayout' } });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  const readinessAnswer = publicReadiness(deps.readiness, deps.logger);
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
     if (closing()) return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: 'shutting down' });
-    const readiness = await deps.readiness();
+    const readiness = await readinessAnswer();
     if (readiness.status !== 'unavailable') return readiness;
     const down = [readiness.redis.state === 'down' && 'Redis', readiness.database.state === 'down' && 'the database'].filter(Boolean);
     return reply.code(503).header('retry-after', '1').send({ code: 'UNAVAILABLE', message: `not ready: ${down.join(' and ')} unreachable`, ...readiness });

@@ -3,7 +3,11 @@
 // A dependency that does not answer within PROBE_DEADLINE_MS is down: a database that stops
 // sending bytes without closing its sockets would otherwise hold the probe (and the load
 // balancer asking it) for as long as the driver waits.
+// The answer is public: it says which store is down and since when, never why. A driver's
+// message names hosts, ports and users ("Access denied for user …"); it goes to the log, once
+// each time a store goes down, not once per probe.
 import { sql } from 'kysely';
+import type { Logger } from 'pino';
 import type { Db } from './infra/db/database.js';
 import type { DependencyState, RedisHealth, RedisWatch } from './infra/redis/redis-watch.js';
 
@@ -52,5 +56,44 @@ export function readinessCheck({ redisWatch, db, deadlineMs = PROBE_DEADLINE_MS 
     const states = [redis.state, database.state];
     const status = states.includes('down') ? 'unavailable' : states.includes('degraded') ? 'degraded' : 'ready';
     return { status, redis, database };
+  };
+}
+
+/** One store as /readyz shows it: `downSince` is when this process first saw it down. */
+export interface PublicDependency {
+  state: DependencyState;
+  latencyMs: number | null;
+  downSince?: string;
+}
+
+export interface ReadinessAnswer {
+  status: Readiness['status'];
+  redis: PublicDependency & Pick<RedisHealth, 'dataLostAt' | 'dataLosses'>;
+  database: PublicDependency;
+}
+
+const NAMES = { redis: 'Redis', database: 'the database' } as const;
+
+/** `check` as /readyz answers it: errors logged (warn) at each change into or out of `down`, never shown. */
+export function publicReadiness(check: () => Promise<Readiness>, log: Pick<Logger, 'warn'>): () => Promise<ReadinessAnswer> {
+  const downSince: Partial<Record<keyof typeof NAMES, string>> = {};
+  const view = (name: keyof typeof NAMES, report: DependencyReport): PublicDependency => {
+    const since = downSince[name];
+    if (report.state === 'down' && since === undefined) {
+      downSince[name] = new Date().toISOString();
+      log.warn({ dependency: name, reason: report.error }, `${NAMES[name]} is down: /readyz answers 503 until it answers again`);
+    } else if (report.state !== 'down' && since !== undefined) {
+      delete downSince[name];
+      log.warn({ dependency: name, downSince: since }, `${NAMES[name]} answers again`);
+    }
+    return { state: report.state, latencyMs: report.latencyMs, ...(downSince[name] ? { downSince: downSince[name] } : {}) };
+  };
+  return async () => {
+    const { status, redis, database } = await check();
+    return {
+      status,
+      redis: { ...view('redis', redis), ...(redis.dataLostAt ? { dataLostAt: redis.dataLostAt } : {}), dataLosses: redis.dataLosses },
+      database: view('database', database),
+    };
   };
 }

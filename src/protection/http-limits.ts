@@ -13,6 +13,7 @@ import type { Socket } from 'node:net';
 import type { FastifyHttpOptions } from 'fastify';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 
 export interface HttpLimits {
   requestTimeoutMs: number;
@@ -33,6 +34,8 @@ export const httpLimits = (config: Config): HttpLimits => ({
 });
 
 const TIMEOUT_CHECK_MS = 1_000;
+/** The answers Node gets before Fastify carry the security headers of every other answer. */
+const RAW_SECURITY_HEADERS = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('');
 
 function clientErrorAnswer(err: Error & { code?: string }, maxHeaderBytes: number): AppError {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time');
@@ -59,7 +62,7 @@ export function serverOptions(limits: HttpLimits): FastifyHttpOptions<Server> {
       const body = JSON.stringify(answer.toBody());
       if (socket.writable) {
         socket.write(
-          `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: application/json\r\n` +
+          `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nContent-Type: application/json\r\n${RAW_SECURITY_HEADERS}` +
             `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       }

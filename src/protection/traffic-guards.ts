@@ -1,4 +1,8 @@
-// Guards in front of every /api route (health, readiness, metrics and docs stay answerable):
+// Guards in front of every /api route and every URL that matches no route (health, readiness,
+// metrics, docs and the pages stay answerable). Chosen by the route the router matched, never by
+// the URL's spelling: the router decodes the path (`/%61pi/…` is `/api/…`), so a test of the raw
+// URL would let any encoded spelling of a claim past both guards. A 404 is counted too: it is
+// cheap, but one address scanning for routes is still one address flooding the instance.
 // - overload: when the event loop lags (mean delay over each second) or the heap nears its limit,
 //   answer 503 UNAVAILABLE with Retry-After at once instead of queueing work that would only time
 //   out (@fastify/under-pressure);
@@ -35,7 +39,7 @@ export function trafficGuards(config: Config): TrafficGuards {
   };
 }
 
-const guarded = (request: FastifyRequest) => request.url.startsWith('/api/');
+const guarded = (request: FastifyRequest) => request.is404 || request.routeOptions.url?.startsWith('/api/') === true;
 /** Addresses remembered by the per-address limit (least recently seen forgotten first). */
 const IP_CACHE_SIZE = 100_000;
 

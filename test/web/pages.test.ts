@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
-import { claim, redisView, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
 import { waitFor } from '../support/wait.js';
 
 const t = await startTestApp('web-pages');
@@ -110,5 +110,57 @@ describe('the buyer page (GET /store/:voucherId)', () => {
     assert.equal((await t.app.inject({ url: '/assets/console.html' })).statusCode, 404);
     const html = await t.app.inject({ url: '/console' });
     assert.match(html.headers['content-security-policy'] as string, /default-src 'self'/);
+  });
+});
+
+describe('ids the pages take from their address', () => {
+  it('when the console is opened from a link whose voucher is not an id, then it says so and sends no request outside the vouchers\' paths, "Run audit now" included', async () => {
+    const v = await createVoucher(t);
+    const admin = await t.admin();
+    const allowed = new RegExp(`^(GET /console|GET /assets/[\\w./-]+|GET /api/vouchers|(GET|POST) /api/vouchers/${v.id}(/live|/audit)?)$`);
+    for (const fragment of ['1/../../orders', '1%2F..', `${v.id}/../../orders`, '9223372036854775808', '01', '']) {
+      const page = await browser.newPage();
+      const asked: string[] = [];
+      page.on('request', (r) => void asked.push(`${r.method()} ${new URL(r.url()).pathname}`));
+      await page.goto(`${base}/console#voucher=${fragment}`);
+      await page.fill('#token', admin);
+      await page.click('#sign-in-form button');
+      await page.waitForSelector('#voucher-rows tr');
+      await page.evaluate(() => document.getElementById('run-audit')!.click()); // hidden, but wired
+      await page.waitForTimeout(300);
+      for (const request of asked) assert.match(request, allowed, `#voucher=${fragment} sent ${request}`);
+      await page.waitForSelector('#link-message:has-text("is not a voucher id")');
+      assert.equal(await page.isVisible('#voucher'), false, 'no voucher is open');
+      await page.close();
+    }
+
+    // Opened from a good link, then the address changed: the actions name the voucher on screen.
+    const page = await browser.newPage();
+    const asked: string[] = [];
+    page.on('request', (r) => void asked.push(`${r.method()} ${new URL(r.url()).pathname}`));
+    await page.goto(`${base}/console#voucher=${v.id}`);
+    await page.fill('#token', admin);
+    await page.click('#sign-in-form button');
+    await page.waitForSelector(`#voucher-title:has-text("(${v.id})")`);
+    await page.evaluate(() => (location.hash = '#voucher=1/../../orders'));
+    await page.click('#run-audit');
+    await page.waitForSelector('#audit-verdict:has-text("Audit OK")');
+    assert.ok(asked.includes(`POST /api/vouchers/${v.id}/audit`), asked.join(', '));
+    for (const request of asked) assert.match(request, allowed);
+    await page.close();
+  });
+
+  it('when the store page is served at an address whose last part is not an id, then it says so and calls no API', async () => {
+    const good = await t.app.inject({ url: `/store/${(await createVoucher(t)).id}` });
+    const page = await browser.newPage();
+    const asked: string[] = [];
+    page.on('request', (r) => void asked.push(new URL(r.url()).pathname));
+    // The API refuses such a path itself (400); served from elsewhere, the page must not trust it.
+    await page.route(`${base}/store/12ab`, (route) => route.fulfill({ status: 200, headers: { 'content-type': 'text/html' }, body: good.body }));
+    await page.goto(`${base}/store/12ab`);
+    await page.waitForTimeout(300);
+    assert.deepEqual(asked.filter((p) => p.startsWith('/api/')), []);
+    await page.waitForSelector('#sale-message:has-text("names no sale")');
+    await page.close();
   });
 });

@@ -2,6 +2,7 @@
 // voucher live over ONE server-sent-events stream (GET /api/vouchers/:id/live).
 import { createApi } from './lib/api.js';
 import { byId, h, replace } from './lib/dom.js';
+import { isId } from './lib/ids.js';
 import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
 import { sparkline } from './lib/sparkline.js';
 import { openEvents } from './lib/sse.js';
@@ -13,11 +14,14 @@ const session = tokenStore('seckill.console.token');
 const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
 /** @type {(() => void) | null} */
 let stopLive = null;
+/** The voucher on screen, the only one the actions may name. @type {string | null} */
+let openId = null;
 
 function signOut(/** @type {string} */ message = '') {
   session.clear();
   stopLive?.();
   stopLive = null;
+  openId = null;
   byId('app').hidden = true;
   byId('sign-out').hidden = true;
   byId('sign-in').hidden = false;
@@ -36,8 +40,10 @@ async function signIn(/** @type {string} */ token) {
   byId('sign-in').hidden = true;
   byId('app').hidden = false;
   byId('sign-out').hidden = false;
-  const open = new URLSearchParams(location.hash.slice(1)).get('voucher');
-  if (open) openVoucher(open);
+  const linked = new URLSearchParams(location.hash.slice(1)).get('voucher');
+  if (linked === null) return;
+  if (isId(linked)) openVoucher(linked);
+  else byId('link-message').textContent = `This link names no voucher ("${linked.slice(0, 40)}" is not a voucher id): ignored.`;
 }
 
 async function loadVouchers() {
@@ -95,7 +101,10 @@ async function createVoucher(/** @type {SubmitEvent} */ event) {
 }
 
 async function openVoucher(/** @type {string} */ id) {
+  if (!isId(id)) return;
   stopLive?.();
+  openId = id;
+  byId('link-message').textContent = '';
   history.replaceState(null, '', `#voucher=${id}`);
   const panel = byId('voucher');
   panel.hidden = false;
@@ -196,7 +205,7 @@ function renderVerdict(verdict) {
 }
 
 async function runAction(/** @type {'audit' | 'reconcile'} */ action) {
-  const id = new URLSearchParams(location.hash.slice(1)).get('voucher');
+  const id = openId;
   if (!id) return;
   const out = byId('action-result');
   out.textContent = `${action} running…`;

@@ -2,9 +2,11 @@
 // order's way from `processing` to `pending_payment` to `paid`, pushed over the buyer's event
 // stream (GET /api/orders/events; a slow poll behind it, since the stream is at most once); the
 // waitlist position when sold out. One Idempotency-Key per purchase: every click until that order is settled sends the same
-// key, so a double click (or a retry after a timeout) is one order.
+// key, so a double click (or a retry after a timeout) is one order. An admitted order that the
+// service lost before storing it (Redis lost its data) is said to be lost, and may be claimed again.
 import { createApi } from './lib/api.js';
 import { byId } from './lib/dom.js';
+import { isId } from './lib/ids.js';
 import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
 import { openEvents } from './lib/sse.js';
 import { countdown, phaseOf } from './lib/time.js';
@@ -71,7 +73,20 @@ function showOrder(/** @type {any} */ o) {
   byId('order-id').textContent = o.id ?? o.orderId;
   byId('order-status').textContent = o.status;
   byId('pay').hidden = o.status !== 'pending_payment';
+  // Admitted, not stored yet: another click could only answer the same order.
+  /** @type {HTMLButtonElement} */ (byId('buy')).disabled = o.status === 'processing';
   if (FINAL.has(o.status)) purchaseKey = null;
+}
+
+/** The order was admitted, then lost before it was stored: no unit is held, nothing was paid. */
+function showLost() {
+  order = null;
+  purchaseKey = null; // the admission and its key are gone: the next click is a new claim
+  byId('order-id').textContent = 'none';
+  byId('order-status').textContent = 'not kept';
+  byId('pay').hidden = true;
+  /** @type {HTMLButtonElement} */ (byId('buy')).disabled = false;
+  byId('buy-message').textContent = 'Your claim was not kept: the service lost it before storing it, and nothing was charged. Press Buy to claim again.';
 }
 
 async function followOrder(/** @type {string} */ id) {
@@ -79,7 +94,10 @@ async function followOrder(/** @type {string} */ id) {
   try {
     showOrder(await api.get(`/api/orders/${id}`));
   } catch (err) {
-    byId('buy-message').textContent = `Cannot read the order: ${/** @type {any} */ (err).message}`;
+    const e = /** @type {any} */ (err);
+    // Not found while it was processing: neither the admission nor a stored order exists any more.
+    if (e.code === 'ORDER_NOT_FOUND' && order?.status === 'processing' && (order.id ?? order.orderId) === id) return showLost();
+    byId('buy-message').textContent = `Cannot read the order: ${e.message}`;
   }
   // The stream pushes each change; this slow look only covers an event the stream missed.
   if (order && !FINAL.has(order.status)) orderTimer = setTimeout(() => followOrder(id), 3000);
@@ -166,14 +184,19 @@ async function signIn(/** @type {string} */ token) {
   }
 }
 
-wireSignIn(signIn, () => signOut());
-byId('buy').addEventListener('click', () => void buy());
-byId('pay').addEventListener('click', () => void pay());
+if (isId(voucherId)) {
+  wireSignIn(signIn, () => signOut());
+  byId('buy').addEventListener('click', () => void buy());
+  byId('pay').addEventListener('click', () => void pay());
 
-await refreshVoucher();
-renderPhase();
-setInterval(renderPhase, 250);
-setInterval(refreshVoucher, 1000);
-const saved = session.get();
-if (saved) void signIn(saved);
-else signOut();
+  await refreshVoucher();
+  renderPhase();
+  setInterval(renderPhase, 250);
+  setInterval(refreshVoucher, 1000);
+  const saved = session.get();
+  if (saved) void signIn(saved);
+  else signOut();
+} else {
+  // Never sent in a request path: it could name another route.
+  byId('sale-message').textContent = 'This address names no sale: its last part is not a voucher id.';
+}
