@@ -8,9 +8,9 @@ import type { Logger } from 'pino';
 import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
-import { isDatabaseUnreachable } from './infra/db/errors.js';
+import { isDatabaseUnreachable, isInvalidData } from './infra/db/errors.js';
 import { publicReadiness, type Readiness } from './readiness.js';
-import { type App, SCHEMA_FORMATS } from './http.js';
+import { type App, SCHEMA_FORMATS, schemaErrorMessage } from './http.js';
 import { type LifecycleRouteDeps, registerLifecycleRoutes } from './lifecycle/routes.js';
 import { type ClaimTokenRouteDeps, registerClaimTokenRoute } from './claims/claim-token-route.js';
 import { type HttpLimits, serverOptions } from './protection/http-limits.js';
@@ -71,11 +71,13 @@ function toAppError(err: FastifyError, log: FastifyBaseLogger): AppError {
     // The field's path too (body: /stock must be >= 1), so a form can say which field is wrong.
     const first = err.validation[0];
     const path = first?.instancePath ? `${first.instancePath} ` : '';
-    const message = `${err.validationContext ?? 'request'} ${path}${first?.message ?? 'is invalid'}`.replace(/^body /, 'body: ');
+    const message = `${err.validationContext ?? 'request'} ${path}${schemaErrorMessage(first)}`.replace(/^body /, 'body: ');
     return new AppError('INVALID_REQUEST', message);
   }
   if (err.statusCode === 413) return new AppError('PAYLOAD_TOO_LARGE', `body exceeds ${BODY_LIMIT_BYTES} bytes`);
   if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return new AppError('INVALID_REQUEST', err.message);
+  // A value the schemas let through that a database cannot store: bad input all the same.
+  if (isInvalidData(err)) return new AppError('INVALID_REQUEST', 'a value of the request cannot be stored');
   if (isInfrastructureError(err)) {
     log.warn({ err }, 'infrastructure unavailable');
     return new AppError('UNAVAILABLE', 'service temporarily unavailable; retry shortly');

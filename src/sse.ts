@@ -5,6 +5,7 @@
 // open response would otherwise keep server.close() waiting for ever). Every stream is opened by
 // `open`, holds a slot of the process's StreamSlots (shared by every feed) and is kept in one set,
 // so a rule about open streams is written once, there.
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from './errors.js';
 
@@ -87,6 +88,9 @@ export const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 
+/** A hijacked answer loses what the hooks set (security and CORS headers): they are carried over. */
+const sseHeaders = (reply: FastifyReply): OutgoingHttpHeaders => ({ ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS });
+
 /** One event as an SSE block, or null when its type could not be an SSE field value. */
 export function sseBlock(event: string, data: unknown): string | null {
   if (typeof event !== 'string' || !EVENT_TYPE.test(event)) return null;
@@ -162,7 +166,7 @@ export function createSseStreams<A>(
           // Headers only: a body would never be sent, so nothing is started or held for it.
           release();
           reply.hijack();
-          reply.raw.writeHead(200, SSE_HEADERS);
+          reply.raw.writeHead(200, sseHeaders(reply));
           reply.raw.end();
           return;
         }
@@ -233,7 +237,7 @@ export function createSseStreams<A>(
         void end();
       };
 
-      res.writeHead(200, SSE_HEADERS);
+      res.writeHead(200, sseHeaders(reply));
       res.write(`: connected\nretry: ${RETRY_MS}\n\n`);
       write = (chunk) => {
         if (cleaned || res.writableEnded || res.destroyed) return;

@@ -104,4 +104,19 @@ describe('security headers', () => {
     const untrusted = await t.app.inject({ url: '/healthz', remoteAddress: '198.51.100.9', headers: { 'x-forwarded-proto': 'https' } });
     assert.equal(untrusted.headers['strict-transport-security'], undefined);
   });
+
+  it('when an event stream is opened (a hijacked answer), then it carries the headers and the CORS answer too', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    const authorization = `Bearer ${await t.token(42)}`;
+    for (const path of ['/api/orders/events', `/api/vouchers/${voucher.id}/live`]) {
+      const token = path.endsWith('/live') ? `Bearer ${await t.admin()}` : authorization;
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { authorization: token, origin: SHOP } });
+      assert.equal(res.status, 200, path);
+      assert.match(String(res.headers.get('content-type')), /^text\/event-stream/);
+      assertSecured({ headers: Object.fromEntries(res.headers) } as unknown as LightMyRequestResponse, path);
+      assert.equal(res.headers.get('access-control-allow-origin'), SHOP, path);
+      await res.body?.cancel();
+    }
+  });
 });
