@@ -32,6 +32,8 @@ export interface Metrics {
   watchPipelineLag(probe: () => number): void;
   /** Makes the stream backlog gauge read `probe` at each scrape (the processes that run the pipeline). */
   watchStreamBacklog(probe: () => Promise<number>): void;
+  /** Makes the open event streams gauge read `probe` at each scrape (API processes). */
+  watchOpenStreams(probe: () => number): void;
   /** How late each expired order was expired (expired at − due at, database time), in seconds. */
   expiryLateness: Histogram;
 }
@@ -47,6 +49,25 @@ export function createMetrics(): Metrics {
     ...lifecycleMetrics(registry),
     ...consistencyMetrics(registry),
     ...eventMetrics(registry),
+    ...streamMetrics(registry),
+  };
+}
+
+/** Server-sent event streams held open (capped by SSE_MAX_PER_USER and SSE_MAX_STREAMS). */
+function streamMetrics(registry: Registry): Pick<Metrics, 'watchOpenStreams'> {
+  let probe: (() => number) | null = null;
+  new Gauge({
+    name: 'seckill_sse_streams_open',
+    help: 'Event streams (order events, the console\'s live views) this process holds open; past SSE_MAX_STREAMS they are refused with 429 TOO_MANY_STREAMS.',
+    registers: [registry],
+    collect() {
+      if (probe) this.set(probe());
+    },
+  });
+  return {
+    watchOpenStreams: (read) => {
+      probe = read;
+    },
   };
 }
 

@@ -45,6 +45,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const getOrder = getOrderUseCase({ orders, inflight });
   // One count of open event streams for every feed of this process.
   const streamSlots = createStreamSlots({ perUser: config.sseMaxPerUser, total: config.sseMaxStreams });
+  metrics.watchOpenStreams(() => streamSlots.inUse());
   const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => core.closer.add(name, close) });
 
   const appDeps: AppDeps = {

@@ -75,6 +75,8 @@ describe('event-stream caps', () => {
     const other = await opened(ORDER_EVENTS, 12);
     assert.equal(slots.inUse(11n), 2);
     assert.equal(slots.inUse(), 3);
+    const scraped = await t.app.inject({ url: '/metrics' });
+    assert.match(scraped.body, /^seckill_sse_streams_open 3$/m);
 
     mine[0]!.close();
     await waitFor('the slot to come back', () => slots.inUse(11n) === 1);
