@@ -7,7 +7,9 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { settings } from '../../src/config.js';
+import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { ROOT } from '../../test/support/processes.js';
+import { startPrivateRedis, startReplicatedRedis } from '../../test/support/private-redis.js';
 import { TcpProxy } from '../../test/support/tcp-proxy.js';
 import { waitFor } from '../../test/support/wait.js';
 import { type Anomaly, check, formatLine, type Report, type Verdict, verdict } from './checker.js';
@@ -33,7 +35,8 @@ interface Staged {
   wrap?: (index: number) => string[] | null;
   /** Redis the checker reads after the heal (the current master), if it can. */
   redisUrl(): Promise<string | undefined>;
-  inject(origins: string[]): Promise<void>;
+  /** `sale`: the voucher on sale and the engine's key prefix, for a fault aimed at what serves it. */
+  inject(origins: string[], sale: { voucherId: string; prefix: string }): Promise<void>;
   heal(): Promise<void>;
   /** Said in the cell's line: what the fault did (e.g. how long the failover took), asked of the API processes if need be. */
   notes(origins: string[]): Promise<string[]>;
@@ -110,20 +113,22 @@ function sentinelFault(name: string, about: string, holdMs: number, how: 'partit
 /** One master of a Redis Cluster cut from every other node (its replica among them), not from the API. */
 const clusterPartition: Fault = {
   name: 'cluster-partition',
-  about: 'one master of a 3-master Redis Cluster cut from the other nodes, not from the API, for 8 s',
+  about: "the master serving the sale's voucher, in a 3-master Redis Cluster with 2 replicas each, cut from the other nodes (not from the API) for 8 s",
   holdMs: 8_000,
   promise: (mode) => (mode === 'replica' ? [...ALWAYS, ...ACKNOWLEDGEMENTS] : ALWAYS),
   async stage(mode, dir) {
     const topology = await clusterHosts(dir, { minReplicas: mode === 'replica' ? 1 : 0, aof: mode === 'fsync' });
     let injectedAt = 0;
     let failoverMs: number | null = null;
+    const shards = Number(settings.shards.default);
     return {
       env: { REDIS_CLUSTER_NODES: topology.nodes, ...(mode === 'replica' ? { ADMIT_WAIT_TIMEOUT_MS: '200' } : {}) },
       redisUrl: async () => undefined, // the checker reads one server; the database is its evidence here
-      async inject() {
+      async inject(_origins, { voucherId, prefix }) {
+        const isolated = await topology.masterOf(createKeySpace(prefix, shards).voucher(BigInt(voucherId)));
         injectedAt = Date.now();
-        await topology.hosts.cut(topology.isolated, topology.others);
-        void waitFor('the isolated master replaced', () => topology.failedOver(), 20_000, 200).then(
+        await topology.hosts.cut(isolated, topology.othersThan(isolated));
+        void waitFor('the isolated master replaced', () => topology.failedOver(isolated), 20_000, 200).then(
           () => (failoverMs = Date.now() - injectedAt),
           () => undefined,
         );
@@ -136,21 +141,33 @@ const clusterPartition: Fault = {
   },
 };
 
+/**
+ * Redis for a fault that is not about Redis: the shared server under memory, a server of the
+ * cell's own where the mode needs one (fsync: an append-only file fsynced always; replica: a master
+ * that refuses writes without its replica).
+ */
+async function redisFor(mode: Mode): Promise<{ url: string; stop(): Promise<void> }> {
+  if (mode === 'fsync') return startPrivateRedis({ appendfsync: 'always' });
+  if (mode === 'replica') return startReplicatedRedis({ minReplicas: 1 });
+  return { url: SHARED_REDIS, stop: async () => undefined };
+}
+
 /** The database stops answering without closing anything: a proxy in front of it holds every byte. */
 const databaseSilent: Fault = {
   name: 'db-silent',
   about: 'the database stops answering for the hold, its sockets left open (a proxy holds every byte)',
   holdMs: 20_000,
   promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
-  async stage() {
+  async stage(mode) {
+    const redis = await redisFor(mode);
     const server = new URL(DATABASE_SERVER);
     const proxy = new TcpProxy(server.hostname, Number(server.port || (server.protocol.startsWith('postgres') ? 5432 : 3306)));
     const port = await proxy.start();
     server.port = String(port);
     let probes: Promise<string> = Promise.resolve('');
     return {
-      env: { REDIS_URL: SHARED_REDIS, CHAOS_DATABASE_SERVER: server.toString().replace(/\/$/, '') },
-      redisUrl: async () => SHARED_REDIS,
+      env: { REDIS_URL: redis.url, CHAOS_DATABASE_SERVER: server.toString().replace(/\/$/, '') },
+      redisUrl: async () => redis.url,
       async inject(origins) {
         proxy.stall();
         // What a load balancer sees meanwhile: /readyz must answer, and say the database is down.
@@ -164,7 +181,10 @@ const databaseSilent: Fault = {
       },
       heal: async () => proxy.resume(),
       notes: async () => [await probes],
-      stop: () => proxy.stop(),
+      stop: async () => {
+        await proxy.stop();
+        await redis.stop();
+      },
     };
   },
 };
@@ -175,15 +195,16 @@ const clockBack: Fault = {
   about: "one API process's wall clock jumps 5 s back (and stays there)",
   holdMs: 5_000,
   promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
-  async stage(_mode, dir) {
+  async stage(mode, dir) {
     const library = await ensureFaketime();
+    const redis = await redisFor(mode);
     const offsetFile = join(dir, 'faketime');
     writeFileSync(offsetFile, '+0s\n');
     return {
-      env: { REDIS_URL: SHARED_REDIS },
+      env: { REDIS_URL: redis.url },
       wrap: (i) =>
         i === 1 ? ['env', `LD_PRELOAD=${library}`, `FAKETIME_TIMESTAMP_FILE=${offsetFile}`, 'FAKETIME_NO_CACHE=1', 'FAKETIME_DONT_FAKE_MONOTONIC=1'] : null,
-      redisUrl: async () => SHARED_REDIS,
+      redisUrl: async () => redis.url,
       inject: async () => writeFileSync(offsetFile, '-5s\n'),
       heal: async () => undefined, // a clock that went back stays back: the process lives on with it
       // Proof that the jump reached the process's Date.now(): Node's HTTP server dates its answers
@@ -195,7 +216,7 @@ const clockBack: Fault = {
         const jumps = /^seckill_clock_backwards_total (\d+)/m.exec(metrics)?.[1] ?? '?';
         return [`API 2's clock ${((faked - own) / 1000).toFixed(0)} s from API 1's`, `its clock went back ${jumps} time(s) (seckill_clock_backwards_total)`];
       },
-      stop: async () => undefined,
+      stop: () => redis.stop(),
     };
   },
 };
@@ -269,7 +290,7 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     // The fault comes once the sale runs, and heals while buyers still claim.
     const injectAt = Math.min(2_000, durationMs / 4);
     await new Promise((r) => setTimeout(r, injectAt));
-    await staged.inject(engine.apis.map((a) => a.origin));
+    await staged.inject(engine.apis.map((a) => a.origin), { voucherId, prefix: engine.prefix });
     log(`${fault.name}/${mode}: fault injected`);
     await new Promise((r) => setTimeout(r, fault.holdMs));
     await staged.heal();

@@ -187,20 +187,25 @@ export interface ClusterHosts {
   hosts: TestHosts;
   /** REDIS_CLUSTER_NODES for the service. */
   nodes: string;
-  /** The first master's host, and every other host (its replica among them). */
-  isolated: string;
-  others: string[];
-  /** Whether the isolated master's replica has taken its slots. */
-  failedOver(): Promise<boolean>;
+  /** The host of the master that serves `key` now. */
+  masterOf(key: string): Promise<string>;
+  /** Every host but `host`. */
+  othersThan(host: string): string[];
+  /** Whether a replica of the master on `host` has taken its slots (as a majority node sees it). */
+  failedOver(host: string): Promise<boolean>;
 }
 
+const CLUSTER_HOSTS = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5', 'n6', 'n7', 'n8'];
+
 /**
- * A Redis Cluster on test hosts: masters on n0, n1, n2, a replica of each on n3, n4, n5 (as
- * `redis-cli --cluster create` pairs them). A partition cuts n0 from every other node, not from
- * the API; with a node timeout of 2 s its replica is promoted by the majority.
+ * A Redis Cluster on test hosts: masters on n0, n1, n2, two replicas of each on n3..n8 (as
+ * `redis-cli --cluster create` pairs them). Two, so that a master that is cut off and replaced
+ * leaves its successor a replica to confirm writes: ADMIT_DURABILITY=replica with one replica per
+ * master stops admitting on those slots until the partition heals (NOREPLICAS). With a node
+ * timeout of 2 s a cut-off master's replica is promoted by the majority.
  */
 export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds = 2, aof = false } = {}): Promise<ClusterHosts> {
-  const names = ['n0', 'n1', 'n2', 'n3', 'n4', 'n5'];
+  const names = CLUSTER_HOSTS;
   const hosts = await TestHosts.up(names);
   mkdirSync(dir, { recursive: true });
   for (const host of names) {
@@ -216,24 +221,39 @@ export async function clusterHosts(dir: string, { minReplicas = 0, maxLagSeconds
     await waitFor(`redis on ${host}`, () => redisAnswers(hosts, host, REDIS_PORT), 10_000, 50);
   }
   const node = (h: string) => `${hosts.address(h)}:${REDIS_PORT}`;
-  await hosts.exec('n0', ['redis-cli', '--cluster', 'create', ...names.map(node), '--cluster-replicas', '1', '--cluster-yes']);
+  const hostOf = (address: string) => names.find((h) => node(h) === address);
+  await hosts.exec('n0', ['redis-cli', '--cluster', 'create', ...names.map(node), '--cluster-replicas', '2', '--cluster-yes']);
   const cli = (h: string, ...args: string[]) => hosts.exec(h, ['redis-cli', '-h', hosts.address(h), '-p', String(REDIS_PORT), ...args]);
   await waitFor('cluster state ok', async () => (await cli('n1', 'cluster', 'info').catch(() => '')).includes('cluster_state:ok'), 30_000, 200);
   await waitFor(
     'every replica in sync',
-    async () => (await Promise.all(['n3', 'n4', 'n5'].map((h) => cli(h, 'info', 'replication').catch(() => '')))).every((i) => i.includes('master_link_status:up')),
+    async () => (await Promise.all(names.slice(3).map((h) => cli(h, 'info', 'replication').catch(() => '')))).every((i) => i.includes('master_link_status:up')),
     30_000,
     200,
   );
   return {
     hosts,
     nodes: names.slice(0, 3).map(node).join(','),
-    isolated: 'n0',
-    others: names.slice(1),
-    async failedOver() {
-      // A majority node's view: n0 marked failed, and a replica of it now a master.
-      const view = await cli('n1', 'cluster', 'nodes').catch(() => '');
-      return view.split('\n').some((line) => line.includes(node('n0')) && line.includes('fail') && !line.includes('fail?'));
+    async masterOf(key) {
+      const slot = Number((await cli('n1', 'cluster', 'keyslot', key)).trim());
+      // CLUSTER NODES lines: id address@bus flags master-id ping pong epoch link slot-ranges...
+      const view = (await cli('n1', 'cluster', 'nodes')).split('\n');
+      for (const line of view) {
+        const [, address = '', flags = '', , , , , , ...ranges] = line.split(' ');
+        if (!flags.includes('master')) continue;
+        const owns = ranges.some((r) => {
+          const [from, to = from] = r.split('-').map(Number);
+          return from !== undefined && slot >= from && slot <= (to ?? from);
+        });
+        const host = hostOf(address.split('@')[0]!);
+        if (owns && host) return host;
+      }
+      throw new Error(`no master serves slot ${slot}`);
+    },
+    othersThan: (host) => names.filter((h) => h !== host),
+    async failedOver(host) {
+      const view = await cli(names.find((h) => h !== host)!, 'cluster', 'nodes').catch(() => '');
+      return view.split('\n').some((line) => line.includes(node(host)) && line.includes('fail') && !line.includes('fail?'));
     },
   };
 }
