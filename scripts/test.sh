@@ -49,7 +49,8 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/consistency/claim-rat
   test/ops/grafana-dashboard.test.ts test/pipeline/stream-trim.test.ts test/vouchers/segment-placement.test.ts \
   test/faults/sentinel-failover.test.ts test/faults/sentinel-failover-memory.test.ts test/infra/redis/cluster.test.ts \
   test/vouchers/segments.test.ts test/docs/configuration-doc.test.ts test/chaos/checker.test.ts \
-  test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts; do
+  test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts \
+  test/infra/redis/stray-rejections.test.ts test/infra/redis/scripts/presence-script.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1
 done
