@@ -1,0 +1,160 @@
+// What a year of history costs the engine: the same measurements (measure.ts) on an empty store
+// (the same live vouchers, no orders) and on a generated year (generate.ts), in alternating
+// rounds on one private redis-server, then a table of medians and ratios (year / empty).
+//   node --import tsx bench/history/run.ts --orders 1000000 [--database-server postgres://postgres@127.0.0.1:5432]
+//        [--vouchers 20000] [--live 100] [--rounds 2] [--claims 20000] [--keep] [--year <url of a kept year>]
+// Both databases are created under names of their own and dropped at the end unless --keep.
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { createDb, dropDatabase } from '../../src/infra/db/database.js';
+import { startPrivateRedis } from '../../test/support/private-redis.js';
+import { readDurability } from '../drain/probes.js';
+import { Redis } from 'ioredis';
+import { assertFreshName, checkYear, generateYear } from './generate.js';
+import { describeStore, type Figures, measureStore, type Sizes, type StoreRef } from './measure.js';
+
+const { values: v } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '1000000' },
+    vouchers: { type: 'string', default: '20000' },
+    live: { type: 'string', default: '100' },
+    'database-server': { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
+    rounds: { type: 'string', default: '2' },
+    claims: { type: 'string', default: '20000' },
+    connections: { type: 'string', default: '64' },
+    expiries: { type: 'string', default: '20000' },
+    drain: { type: 'string', default: '50000' },
+    streams: { type: 'string', default: '10000' },
+    reads: { type: 'string', default: '200' },
+    year: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    json: { type: 'string' },
+  },
+});
+const int = (name: keyof typeof v, min: number) => {
+  const n = Number(v[name]);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
+  return n;
+};
+const sizes: Sizes = {
+  claims: int('claims', 100),
+  connections: int('connections', 1),
+  expiries: int('expiries', 100),
+  drain: int('drain', 1_000),
+  streams: int('streams', 0),
+  reads: int('reads', 10),
+};
+const server = v['database-server']!.replace(/\/$/, '');
+const names = { empty: `${server}/history_${process.pid}_empty`, year: v.year ?? `${server}/history_${process.pid}_year` };
+
+/** Rows of the table: label, figure key, unit, which way is better, and the target on year / empty. */
+const ROWS: [string, string, string, 'higher' | 'lower', string][] = [
+  ['claims: answers/s', 'claimsPerS', '/s', 'higher', '≥ 0.90'],
+  ['claims: p99', 'claimP99Ms', 'ms', 'lower', ''],
+  ['claims: server CPU per admission', 'serverCpuUsPerAdmission', 'µs', 'lower', '≤ 1.10'],
+  ['claims: all stored after the last answer', 'claimsStoredLagMs', 'ms', 'lower', ''],
+  ['drain (pipeline, 16 vouchers)', 'drainPerS', 'orders/s', 'higher', '≥ 0.90'],
+  ['payments', 'paymentsPerS', '/s', 'higher', '≥ 0.90'],
+  ['payments: p99', 'paymentP99Ms', 'ms', 'lower', ''],
+  ['payments: server CPU per payment', 'serverCpuUsPerPayment', 'µs', 'lower', ''],
+  ['expiry (all due at once)', 'expiriesPerS', 'orders/s', 'higher', '≥ 0.90'],
+  ['expiry: server + database CPU per due order', 'expiryCpuUsPerOrder', 'µs', 'lower', ''],
+  ['GET /api/orders (long history): p50', 'listOrdersP50Ms', 'ms', 'lower', ''],
+  ['GET /api/orders (long history): p99', 'listOrdersP99Ms', 'ms', 'lower', ''],
+  ['GET stats of the hot voucher: p50', 'statsP50Ms', 'ms', 'lower', ''],
+  ['GET stats of the hot voucher: p99', 'statsP99Ms', 'ms', 'lower', '≤ 5 ms'],
+  ['reconcile the hot voucher', 'reconcileHotMs', 'ms', 'lower', '≈ small'],
+  ['reconcile a small live voucher', 'reconcileSmallMs', 'ms', 'lower', ''],
+  ['reconcile all', 'reconcileAllMs', 'ms', 'lower', ''],
+  ['  vouchers reconciled', 'reconcileAllVouchers', '', 'lower', ''],
+  ['audit of the hot voucher', 'auditHotMs', 'ms', 'lower', ''],
+  ['start-up: spawn to ready', 'readyMs', 'ms', 'lower', ''],
+  ['start-up: warm the live vouchers', 'warmMs', 'ms', 'lower', ''],
+  ['RSS, idle after warm-up', 'rssIdleMiB', 'MiB', 'lower', ''],
+  [`RSS with ${sizes.streams} event streams`, 'rssStreamsMiB', 'MiB', 'lower', ''],
+];
+
+const median = (xs: number[]) => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const fmt = (n: number) => (Number.isNaN(n) ? 'failed' : Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en-US') : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2));
+
+function table(results: Record<'empty' | 'year', Figures[]>): string {
+  const lines = ['| figure | empty | year | year / empty | target |', '| --- | ---: | ---: | ---: | --- |'];
+  for (const [label, key, unit, , target] of ROWS) {
+    const e = median(results.empty.map((r) => r[key]).filter((x) => x !== undefined));
+    const y = median(results.year.map((r) => r[key]).filter((x) => x !== undefined));
+    const rounds = (xs: Figures[]) => (xs.length > 1 ? ` (${xs.map((r) => fmt(r[key] ?? NaN)).join(', ')})` : '');
+    lines.push(`| ${label} | ${fmt(e)} ${unit}${rounds(results.empty)} | ${fmt(y)} ${unit}${rounds(results.year)} | ${e ? (y / e).toFixed(2) : '-'} | ${target} |`);
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const orders = int('orders', 0);
+  const vouchers = int('vouchers', 1);
+  const live = int('live', 1);
+  const rounds = int('rounds', 1);
+  await assertFreshName(names.empty);
+  if (!v.year) await assertFreshName(names.year);
+  const redis = await startPrivateRedis();
+  const stores: StoreRef[] = [];
+  try {
+    console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}; load ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    const log = (line: string) => console.log(`  ${line}`);
+    console.log(`generating the empty store (${live} live vouchers, no orders)`);
+    await generateYear({ databaseUrl: names.empty, orders: 0, vouchers: live, live, redis: null, log });
+    if (!v.year) {
+      console.log(`generating the year (${orders} orders, ${vouchers} vouchers, ${live} live)`);
+      const g = await generateYear({ databaseUrl: names.year, orders, vouchers, live, redis: null, log });
+      console.log(`  ${g.ordersPerSecond} order rows/s; total ${g.seconds.total} s`);
+      const problems = await checkYear(names.year);
+      if (problems.length) throw new Error(`the generated year breaks the invariants: ${problems.join('; ')}`);
+    }
+    for (const label of ['empty', 'year'] as const) {
+      const db = createDb(names[label], 1);
+      try {
+        stores.push({ label, databaseUrl: names[label], redisUrl: redis.url, ...(await describeStore(db)) });
+        if (label === 'year') {
+          const probe = new Redis(redis.url);
+          const d = await readDurability(db, probe);
+          probe.disconnect();
+          console.log(`database: ${d.version}; ${Object.entries(d.settings).map(([k, val]) => `${k}=${val}`).join(', ')}`);
+        }
+      } finally {
+        await db.destroy();
+      }
+    }
+    const results: Record<'empty' | 'year', Figures[]> = { empty: [], year: [] };
+    const raw: unknown[] = [];
+    for (let r = 0; r < rounds; r++) {
+      // Alternate which store goes first, so a drift of the machine's speed hits both alike.
+      for (const store of r % 2 ? [...stores].reverse() : stores) {
+        const at = performance.now();
+        const load = os.loadavg()[0]!;
+        const { figures, cpu, errors } = await measureStore(store, sizes, r);
+        for (const e of errors) console.log(`  round ${r + 1} ${store.label}: FAILED ${e}`);
+        results[store.label].push(figures);
+        raw.push({ round: r, store: store.label, figures, cpu, errors, loadBefore: load, loadAfter: os.loadavg()[0] });
+        console.log(`round ${r + 1} ${store.label}: ${Math.round((performance.now() - at) / 1000)} s; load ${load.toFixed(2)} → ${os.loadavg()[0]!.toFixed(2)}; other processes' CPU during claims ${cpu.claims?.other ?? '-'} s, drain ${cpu.drain?.other ?? '-'} s`);
+      }
+    }
+    console.log(`\n${orders.toLocaleString('en-US')} orders over ${vouchers.toLocaleString('en-US')} vouchers (${live} live), ${sizes.claims} claims over ${sizes.connections} connections, ${sizes.expiries} expiries, drain of ${sizes.drain}; medians of ${rounds} round(s) (each round's figure in brackets)\n`);
+    console.log(table(results));
+    console.log(`\nwall ${Math.round((performance.now() - started) / 1000)} s`);
+    if (v.json) writeFileSync(v.json, JSON.stringify({ argv: process.argv.slice(2), sizes, raw }, null, 2));
+  } finally {
+    await redis.stop();
+    if (!v.keep) {
+      await dropDatabase(names.empty).catch(() => undefined);
+      if (!v.year) await dropDatabase(names.year).catch(() => undefined);
+    }
+  }
+}
+
+await main();
