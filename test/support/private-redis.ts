@@ -37,6 +37,7 @@ async function freePortRange(count: number, { clusterBus = false } = {}): Promis
 /** Waits until a server answers PING on `port`; fails when `exited()` says it died first. */
 async function answering(port: number, exited: () => boolean): Promise<void> {
   const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {}); // refusals until the server listens: each is caught below
   let lastError = '';
   try {
     await waitFor(() => `redis-server on port ${port} to start (${lastError})`, async () => {
