@@ -84,3 +84,58 @@ export const ErrorBody = Type.Object(
   { code: Type.String(), message: Type.String() },
   { additionalProperties: true, description: 'every error: an UPPER_SNAKE_CASE code and a message' },
 );
+
+/** Every 429 and 503 says when to come back. */
+const RETRY_AFTER = { 'retry-after': Type.Integer({ minimum: 1, description: 'seconds to wait before retrying' }) };
+
+/** The statuses a route answers with an ErrorBody. */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 503;
+
+const BAD_INPUT = 'INVALID_REQUEST: a path id, query parameter, header or body that is not valid, or a body that is not JSON (the message names what)';
+
+/** What a status means on every route that can answer it (a route may say more). */
+export const ANSWER = {
+  badInput: { 400: BAD_INPUT },
+  /** Any POST: its body is read (and refused) whether or not the route takes one. */
+  body: {
+    400: BAD_INPUT,
+    413: 'PAYLOAD_TOO_LARGE: the body exceeds 16 KiB',
+    415: 'INVALID_REQUEST: the body has a content type the API does not read (it reads application/json, and text/plain as text)',
+  },
+  user: { 401: 'UNAUTHORIZED: no valid bearer token (missing, malformed, forged or expired)' },
+  admin: {
+    401: 'UNAUTHORIZED: no valid bearer token (missing, malformed, forged or expired)',
+    403: 'FORBIDDEN: the bearer token has no admin role',
+  },
+  voucherNotFound: { 404: 'VOUCHER_NOT_FOUND: no voucher has this id' },
+  orderNotFound: { 404: 'ORDER_NOT_FOUND: no order of yours has this id' },
+  /** An event stream: its caps, and the per-address limit of every /api route. */
+  streams: {
+    429: 'TOO_MANY_STREAMS: you hold SSE_MAX_PER_USER open streams, or this server SSE_MAX_STREAMS; RATE_LIMITED: the per-address limit; see Retry-After',
+  },
+} satisfies Record<string, Partial<Record<ErrorStatus, string>>>;
+
+/** A 503 can come from any route: graceful-close.ts answers it to every request once the server has closed. */
+const UNAVAILABLE = 'UNAVAILABLE: Redis or the database unreachable or too slow, the server overloaded or shutting down; see Retry-After';
+
+/**
+ * A route's error answers, for its response schema and so for the OpenAPI document: an ErrorBody
+ * per status, described by the codes it stands for there, with Retry-After on 429 and 503; a 503
+ * on every route.
+ */
+export function errorAnswers<S extends ErrorStatus>(answers: Partial<Record<S, string>>): Record<S | 503, typeof ErrorBody> {
+  const all: Partial<Record<ErrorStatus, string>> = { 503: UNAVAILABLE, ...answers };
+  return Object.fromEntries(
+    Object.entries(all).map(([status, description]) => [
+      status,
+      Type.Object(ErrorBody.properties, { additionalProperties: true, description, ...(status === '429' || status === '503' ? { headers: RETRY_AFTER } : {}) }),
+    ]),
+  ) as Record<S | 503, typeof ErrorBody>;
+}
+
+/** The per-address limit (IP_RATE_LIMIT) guards every /api route. */
+const PER_ADDRESS = 'RATE_LIMITED: this address sent more than IP_RATE_LIMIT requests within IP_RATE_WINDOW_MS; see Retry-After';
+
+/** errorAnswers of an /api route: a 429 of the per-address limit too. */
+export const apiErrorAnswers = <S extends ErrorStatus>(answers: Partial<Record<S, string>>) =>
+  errorAnswers<S | 429>({ 429: PER_ADDRESS, ...answers } as Partial<Record<S | 429, string>>);

@@ -4,7 +4,7 @@
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import { endedError, notStartedError } from './errors.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { ClaimTokens } from './claim-tokens.js';
@@ -25,7 +25,15 @@ export function registerClaimTokenRoute(app: App, { guards, directory, claimToke
         tags: ['orders'],
         summary: 'A short-lived token for claiming a voucher created with claimToken: true (send it as header Claim-Token)',
         params: IdParams,
-        response: { 200: Type.Object({ token: Type.String(), expiresAt: Type.String() }), '4xx': ErrorBody },
+        response: {
+          200: Type.Object({ token: Type.String(), expiresAt: Type.String() }),
+          ...apiErrorAnswers({
+            ...ANSWER.badInput,
+            ...ANSWER.user,
+            404: 'VOUCHER_NOT_FOUND: no voucher has this id; CLAIM_TOKEN_NOT_OFFERED: the voucher takes claims without a claim token',
+            409: 'NOT_STARTED · ENDED: outside the sale window',
+          }),
+        },
       },
     },
     async (request) => {

@@ -2,7 +2,7 @@ import type { onRequestHookHandler } from 'fastify';
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import type { ClaimTokens } from './claim-tokens.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherKind } from '../infra/db/types.js';
@@ -57,7 +57,24 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
         params: IdParams,
         headers: ClaimHeaders,
         body: ClaimBody,
-        response: { 201: Claimed, 202: Claimed, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: {
+          201: Claimed,
+          202: Claimed,
+          ...apiErrorAnswers({
+            ...ANSWER.body,
+            ...ANSWER.user,
+            ...ANSWER.voucherNotFound,
+            403: 'CLAIM_TOKEN_REQUIRED · CLAIM_TOKEN_EXPIRED · CLAIM_TOKEN_INVALID: the voucher takes claims with a valid Claim-Token of yours only',
+            409:
+              'NOT_STARTED · ENDED: outside the sale window; SOLD_OUT (the body also has `waitlisted`: true when you are on the waitlist); ' +
+              'LIMIT_EXCEEDED: you would hold more than perUserLimit units; CLAIM_IN_PROGRESS (limited): another claim of yours holds the lock, retry',
+            422: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another quantity',
+            429: 'RATE_LIMITED: a token bucket (the voucher\'s, or yours for this voucher) or the per-address limit is empty; see Retry-After',
+            503:
+              'UNAVAILABLE: Redis or the database unreachable, the server overloaded or shutting down, or the replicas did not confirm ' +
+              '(the admission may stand: retry with the same Idempotency-Key); LOCK_LOST (limited): nothing was taken, retry; see Retry-After',
+          }),
+        },
       },
     },
     async (request, reply) => {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Guards } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import { AppError } from '../errors.js';
 import type { VoucherAudit } from './audit.js';
 import type { ReconcileReport } from './reconciler.js';
@@ -73,10 +73,15 @@ export function registerConsistencyRoutes(
     summary: 'The invariants of the voucher on both stores, safe on a live system (admin)',
     description: 'POST with {admitted: [orderId…]} also checks that each of those orders is stored (I3).',
     params: IdParams,
-    response: { 200: AuditBody, '4xx': ErrorBody },
+    response: { 200: AuditBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
   };
   app.get('/api/vouchers/:id/audit', { onRequest: guards.admin, schema: auditSchema }, async (request) => audit(request.params.id));
-  app.post('/api/vouchers/:id/audit', { onRequest: guards.admin, bodyLimit: 64 * 1024 * 1024, schema: { ...auditSchema, body: AuditRequest } }, async (request) =>
+  const auditPostSchema = {
+    ...auditSchema,
+    body: AuditRequest,
+    response: { 200: AuditBody, ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.admin, ...ANSWER.voucherNotFound, 413: 'PAYLOAD_TOO_LARGE: the body exceeds 64 MiB' }) },
+  };
+  app.post('/api/vouchers/:id/audit', { onRequest: guards.admin, bodyLimit: 64 * 1024 * 1024, schema: auditPostSchema }, async (request) =>
     audit(request.params.id, request.body.admitted),
   );
 
@@ -88,7 +93,7 @@ export function registerConsistencyRoutes(
         tags: ['operations'],
         summary: 'Stock in both stores, orders by status, in-flight orders, waitlist and dead letters (admin)',
         params: IdParams,
-        response: { 200: StatsBody, '4xx': ErrorBody },
+        response: { 200: StatsBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
       },
     },
     async (request) => voucherStats(BigInt(request.params.id)),
@@ -102,7 +107,7 @@ export function registerConsistencyRoutes(
         summary: 'Reconcile one voucher now: drift found and repaired (admin)',
         description: '`verified: false` means Redis kept changing during the comparison; counts were not judged this time.',
         params: IdParams,
-        response: { 200: ReportBody, '4xx': ErrorBody },
+        response: { 200: ReportBody, ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
       },
     },
     async (request) => reconcileVoucher(BigInt(request.params.id)),
@@ -125,8 +130,7 @@ export function registerConsistencyRoutes(
         querystring: Type.Object({}, { additionalProperties: false }),
         response: {
           200: { description: 'a text/event-stream, until you leave or your token expires', content: { 'text/event-stream': { schema: Type.String() } } },
-          '4xx': ErrorBody,
-          '5xx': ErrorBody,
+          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin, ...ANSWER.voucherNotFound, ...ANSWER.streams }),
         },
       },
     },

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import { OrderBody, type OrderView } from '../orders/order.js';
 
 type OrderAction = (caller: Principal, orderId: bigint) => Promise<OrderView>;
@@ -17,7 +17,20 @@ export function registerLifecycleRoutes(app: App, { guards, payOrder, cancelOrde
       `/api/orders/:id/${action}`,
       {
         onRequest: guards.user,
-        schema: { tags: ['orders'], summary, params: IdParams, response: { 200: OrderBody, '4xx': ErrorBody } },
+        schema: {
+          tags: ['orders'],
+          summary,
+          params: IdParams,
+          response: {
+            200: OrderBody,
+            ...apiErrorAnswers({
+              ...ANSWER.body,
+              ...ANSWER.user,
+              404: 'ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only)',
+              409: 'ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED: the order is already in that state',
+            }),
+          },
+        },
       },
       async (request) => run(principalOf(request), BigInt(request.params.id)),
     );

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { Principal } from '../auth/tokens.js';
 import { type Guards, principalOf } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams, IdString } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams, IdString } from '../http.js';
 import type { StreamSlots } from '../sse.js';
 import { createEventStreams } from './event-stream.js';
 import type { OrderPubSub } from './order-pubsub.js';
@@ -54,7 +54,7 @@ export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pu
           'until then it is not listed, and GET /api/orders/:id answers it as `processing`. ' +
           'Unknown query parameters are rejected.',
         querystring: ListOrdersQuerystring,
-        response: { 200: OrderList, '4xx': ErrorBody },
+        response: { 200: OrderList, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user }) },
       },
     },
     async (request) => {
@@ -88,8 +88,7 @@ export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pu
             description: 'a text/event-stream, until you leave or your token expires',
             content: { 'text/event-stream': { schema: Type.String() } },
           },
-          '4xx': ErrorBody,
-          '5xx': ErrorBody,
+          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, ...ANSWER.streams }),
         },
       },
     },
@@ -106,7 +105,7 @@ export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pu
         tags: ['orders'],
         summary: 'Read one of your orders (`processing` until the pipeline has stored it)',
         params: IdParams,
-        response: { 200: OrderBody, '4xx': ErrorBody },
+        response: { 200: OrderBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, ...ANSWER.orderNotFound }) },
       },
     },
     async (request) => getOrder(principalOf(request), BigInt(request.params.id)),

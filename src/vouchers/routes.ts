@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { Guards } from '../auth/guards.js';
 import { AppError } from '../errors.js';
-import { type App, DateTimeString, ErrorBody, IdParams, Text } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, DateTimeString, IdParams, Text } from '../http.js';
 import type { VoucherDirectory } from './directory.js';
 import type { CreateVoucherInput } from './create-voucher.js';
 import type { VoucherRedisState } from './redis-state.js';
@@ -84,7 +84,7 @@ export function registerVoucherRoutes(app: App, { guards, directory, redisState,
         tags: ['vouchers'],
         summary: 'Create a voucher (admin); seckill vouchers are warmed into Redis',
         body: CreateVoucherBody,
-        response: { 201: VoucherBody, '4xx': ErrorBody },
+        response: { 201: VoucherBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.body, ...ANSWER.admin }) },
       },
     },
     async (request, reply) => {
@@ -102,7 +102,7 @@ export function registerVoucherRoutes(app: App, { guards, directory, redisState,
         summary: 'List vouchers, newest first, with their live availability (admin)',
         description: 'Unknown query parameters are rejected.',
         querystring: ListQuery,
-        response: { 200: Type.Object({ vouchers: Type.Array(VoucherBody) }), '4xx': ErrorBody },
+        response: { 200: Type.Object({ vouchers: Type.Array(VoucherBody) }), ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin }) },
       },
     },
     async (request) => {
@@ -117,8 +117,9 @@ export function registerVoucherRoutes(app: App, { guards, directory, redisState,
       schema: {
         tags: ['vouchers'],
         summary: 'Read a voucher with its live availability',
+        security: [],
         params: IdParams,
-        response: { 200: VoucherBody, '4xx': ErrorBody },
+        response: { 200: VoucherBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.voucherNotFound }) },
       },
     },
     async (request) => {

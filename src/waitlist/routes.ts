@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 
 export interface WaitlistRouteDeps {
   guards: Guards;
@@ -16,7 +16,10 @@ export function registerWaitlistRoutes(app: App, { guards, waitlistPosition }: W
         tags: ['waitlist'],
         summary: 'Your 1-based position on the waitlist (404 NOT_WAITLISTED when you are not on it)',
         params: IdParams,
-        response: { 200: Type.Object({ position: Type.Integer({ minimum: 1 }) }), '4xx': ErrorBody },
+        response: {
+          200: Type.Object({ position: Type.Integer({ minimum: 1 }) }),
+          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, 404: 'NOT_WAITLISTED: you are not on its waitlist; VOUCHER_NOT_FOUND: no voucher has this id' }),
+        },
       },
     },
     async (request) => ({ position: await waitlistPosition(BigInt(request.params.id), principalOf(request).userId) }),

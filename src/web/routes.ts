@@ -7,8 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
-import type { App } from '../http.js';
-import { IdString } from '../http.js';
+import { ANSWER, type App, errorAnswers, IdString } from '../http.js';
 
 const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
 const TYPES: Record<string, string> = {
@@ -39,11 +38,24 @@ export function registerWebRoutes(app: App, assetsDir = ASSETS_DIR): void {
   };
   const consoleHtml = page('console.html');
   const storeHtml = page('store.html');
-  const html = (body: Buffer) => (_request: unknown, reply: import('fastify').FastifyReply) =>
-    reply.type(TYPES['.html']!).header('content-security-policy', CSP).header('cache-control', 'no-cache').send(body);
+  const html = (body: Buffer) => (_request: unknown, reply: import('fastify').FastifyReply) => {
+    void reply.type(TYPES['.html']!).header('content-security-policy', CSP).header('cache-control', 'no-cache').send(body);
+  };
 
-  app.get('/console', { schema: { hide: true } }, html(consoleHtml));
-  app.get('/store/:voucherId', { schema: { hide: true, params: Type.Object({ voucherId: IdString }) } }, html(storeHtml));
+  const page200 = { description: 'the page (HTML)', content: { 'text/html': { schema: Type.String() } } };
+  const pageSchema = (summary: string) => ({ tags: ['pages'], summary, security: [], response: { 200: page200, ...errorAnswers({}) } });
+  app.get('/console', { schema: pageSchema('The operator console; it signs in with an admin bearer token') }, html(consoleHtml));
+  app.get(
+    '/store/:voucherId',
+    {
+      schema: {
+        ...pageSchema("An example buyer's page of a voucher; it signs in with a user bearer token"),
+        params: Type.Object({ voucherId: IdString }),
+        response: { 200: page200, ...errorAnswers(ANSWER.badInput) },
+      },
+    },
+    html(storeHtml),
+  );
   app.get('/assets/*', { schema: { hide: true } }, async (request, reply) => {
     const name = (request.params as { '*': string })['*'];
     const body = assets.get(name);
