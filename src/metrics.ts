@@ -232,7 +232,7 @@ function eventMetrics(registry: Registry): Pick<Metrics, 'eventsPublished' | 'ev
       }));
   new Gauge({
     name: 'seckill_events_outbox_backlog',
-    help: 'Order events in the outbox not yet confirmed by RabbitMQ (the whole database, read at each scrape).',
+    help: 'Span of unsent order-event ids (highest − lowest + 1): an upper bound on the events not yet confirmed by RabbitMQ, read off the primary key at each scrape.',
     registers: [registry],
     // Every process reads the same table: the cluster view is one value, not a sum.
     aggregator: 'max',

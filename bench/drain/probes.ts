@@ -191,8 +191,8 @@ const KINDS: [RegExp, string][] = [
   // MySQL: SET TRANSACTION ISOLATION LEVEL …, then BEGIN; PostgreSQL: START TRANSACTION ISOLATION LEVEL ….
   [/^(begin|start transaction|set transaction)/i, 'begin'],
   [/^commit/i, 'commit'],
-  // The batch's clock (store-orders.ts): now(3) on MySQL, statement_timestamp() on PostgreSQL.
-  [/^select \w+\(\d*\) as now$/i, 'read clock'],
+  // The batch's order counts, which also return its clock (store-orders.ts, orders/order-counts.ts).
+  [new RegExp(`^insert into ${table('voucher_order_counts')}`, 'i'), 'count orders + clock'],
   [new RegExp(`^select .* from ${table('orders')}`, 'is'), 'select already stored'],
   [new RegExp(`^select .* from ${table('vouchers')}.*for update`, 'is'), 'lock voucher row'],
   [new RegExp(`^select .* from ${table('user_quantities')}.*for update`, 'is'), 'lock buyer rows'],

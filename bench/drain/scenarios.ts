@@ -9,7 +9,7 @@ import amqp from 'amqplib';
 import type { Container } from '../../src/container.js';
 import type { Db } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
-import { outboxBacklog } from '../../src/events/event-relay.js';
+import { outboxBacklog } from '../../src/orders/event-outbox.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { OrderPipeline } from '../../src/pipeline/consumer.js';
 import { CONSUMER_GROUP, ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
@@ -35,7 +35,7 @@ function measured(orders: number, ms: number, cpu: CpuSample): Measured {
 }
 
 export async function resetTables(c: Container): Promise<void> {
-  for (const table of ['orders', 'user_quantities', 'vouchers', 'order_events']) await sql`truncate table ${sql.table(table)}`.execute(c.db);
+  for (const table of ['orders', 'user_quantities', 'vouchers', 'order_events', 'voucher_order_counts']) await sql`truncate table ${sql.table(table)}`.execute(c.db);
 }
 
 /** The row the pipeline inserts for an accepted order (store-orders.ts), for `db`. */

@@ -13,6 +13,7 @@ import type { Database } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { EventOutbox } from '../orders/event-outbox.js';
+import { addOrderCounts } from '../orders/order-counts.js';
 import { kindOf } from '../vouchers/kinds.js';
 import { addHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
@@ -58,7 +59,7 @@ export function claimInSqlUseCase({ db, redis, keys, ids, pubsub: events, eventO
 /**
  * The claim in ONE transaction, decided on the locked voucher row (never on the cached voucher,
  * whose stock is stale) and in database time. Lock order as everywhere else: voucher row, then
- * the quantity row, then the order insert. Checks in the order of the seckill script: replay,
+ * the quantity row, then the order insert and its count. Checks in the order of the seckill script: replay,
  * window, limit, stock (a buyer at the limit hears LIMIT_EXCEEDED even when sold out).
  */
 async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: EventOutbox, lockLost?: () => boolean): Promise<Claimed> {
@@ -118,6 +119,7 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: 
         idempotency_key: claim.idempotencyKey ?? null,
       })
       .execute();
+    await addOrderCounts(trx, [{ voucherId, status: 'pending_payment', by: 1 }], { voucherLocked: true });
     await eventOutbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q }]);
 
     // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is

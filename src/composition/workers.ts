@@ -5,7 +5,8 @@
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
-import { EventRelay, outboxBacklog } from '../events/event-relay.js';
+import { EventRelay } from '../events/event-relay.js';
+import { outboxBacklog } from '../orders/event-outbox.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
 import { OrderPipeline } from '../pipeline/consumer.js';

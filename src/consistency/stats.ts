@@ -1,12 +1,12 @@
-// Use case: an operator's view of one voucher in both stores, cheap enough to poll every second:
-// a primary-key read and one grouped count on the (voucher_id, status) index, in one read-only
-// transaction, and one Redis round trip.
+// Use case: an operator's view of one voucher in both stores, cheap enough to poll every second
+// however many orders the voucher has: the voucher row and its order counts (orders/order-counts.ts,
+// a few rows), both by primary key in one read-only transaction, and one Redis round trip.
 import type { RedisClient } from '../infra/redis/client.js';
-import { sql } from 'kysely';
 import { AppError } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
-import { ORDER_STATUSES, type StoredOrderStatus } from '../infra/db/types.js';
+import type { StoredOrderStatus } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { readOrderCounts } from '../orders/order-counts.js';
 import { segmentShards } from '../vouchers/segments.js';
 import { parseSegmentShards } from '../vouchers/voucher.js';
 
@@ -28,13 +28,13 @@ export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisC
     const id = voucherId.toString();
     // One snapshot (REPEATABLE READ) for both reads, so the stock and the order counts add up: read
     // apart, they could fall either side of a batch's commit. Read-only: it takes no locks.
-    const { voucher, counts } = await db
+    const { voucher, orders } = await db
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
       .execute(async (trx) => ({
         voucher: await trx.selectFrom('vouchers').select(['initial_stock', 'stock', 'segment_shards']).where('id', '=', id).executeTakeFirst(),
-        counts: await trx.selectFrom('orders').select(['status', sql<number>`count(*)`.as('n')]).where('voucher_id', '=', id).groupBy('status').execute(),
+        orders: await readOrderCounts(trx, id),
       }));
     if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
     // Summed over the voucher's segments (units on their way between two are left out).
@@ -42,8 +42,6 @@ export function voucherStatsUseCase({ db, redis, keys }: { db: Db; redis: RedisC
     const segments = await Promise.all(
       shards.map((s) => Promise.all([redis.hmget(keys.voucher(voucherId, s), 'stock', 'inflight', 'dead'), redis.zcard(keys.waitlist(voucherId, s))])),
     );
-    const orders = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<StoredOrderStatus, number>;
-    for (const c of counts) orders[c.status] = Number(c.n);
     const sum = (pick: (s: (typeof segments)[number]) => string | number | null | undefined) => segments.reduce((n, s) => n + Number(pick(s) ?? 0), 0);
     return {
       initialStock: voucher.initial_stock,

@@ -5,7 +5,6 @@
 // them in id order, wait for the broker's confirms, delete them, commit. A relay that dies at any
 // point leaves its rows unsent (its transaction rolls back) and another round sends them again: at
 // least once, never lost, and per order in the order they happened. Consumers dedupe by eventId.
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
@@ -43,15 +42,6 @@ export function sendableInOrder(claimed: OutboxRow[], unsent: { order_id: string
     const foreign = firstForeign.get(r.order_id);
     return foreign === undefined || BigInt(r.event_id) < foreign;
   });
-}
-
-/** Unsent events in the outbox and the age of the oldest, in database time. */
-export async function outboxBacklog(db: Db): Promise<{ backlog: number; oldestAgeSeconds: number }> {
-  const dialect = dialectOf(db);
-  const { rows } = await sql<{ n: string | number; age_ms: string | number | null }>`
-    select count(*) as n, ${dialect.msBetween(sql`min(created_at)`, dialect.now)} as age_ms from order_events`.execute(db);
-  const row = rows[0];
-  return { backlog: Number(row?.n ?? 0), oldestAgeSeconds: row?.age_ms == null ? 0 : Number(row.age_ms) / 1000 };
 }
 
 export class EventRelay {

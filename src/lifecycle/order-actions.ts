@@ -1,13 +1,13 @@
 // Use cases: a buyer pays for an order, or cancels it. Both answer at once: an order the pipeline
 // has not stored yet is ORDER_PROCESSING (the client retries), never a wait on the server. Both are
 // idempotent: repeating the action that already happened returns the order again.
-import { sql } from 'kysely';
 import type { Principal } from '../auth/tokens.js';
 import { AppError, type ErrorCodeName } from '../errors.js';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { EventOutbox } from '../orders/event-outbox.js';
+import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderView } from '../orders/order.js';
 import type { Releases } from './releases.js';
 
@@ -40,32 +40,33 @@ export interface OrderActionDeps {
 }
 
 export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }: OrderActionDeps) {
-  // One conditional update decides a payment racing its deadline: it only changes an unexpired
-  // pending order, in database time, on the row the expiry must lock too.
   const { now } = dialectOf(db);
-  const markPaid = (q: Db, caller: Principal, orderId: bigint) =>
-    q
-      .updateTable('orders')
-      .set({ status: 'paid', paid_at: now })
-      .where('id', '=', orderId.toString())
-      .where('user_id', '=', caller.userId.toString())
-      .where('status', '=', 'pending_payment')
-      .where('expires_at', '>', now)
-      .executeTakeFirst()
-      .then((r) => r.numUpdatedRows === 1n);
-
-  /** The payment and its `paid` event in one transaction (events on). */
-  const markPaidWithEvent = (into: EventOutbox, caller: Principal, orderId: bigint) =>
+  /**
+   * The payment, its count and its `paid` event in one transaction. One conditional update decides
+   * a payment racing its deadline: it only changes an unexpired pending order, in database time, on
+   * the row the expiry must lock too.
+   */
+  const markPaid = (caller: Principal, orderId: bigint) =>
     db.transaction().setIsolationLevel('read committed').execute(async (trx) => {
-      if (!(await markPaid(trx, caller, orderId))) return false;
-      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity']).where('id', '=', orderId.toString()).executeTakeFirstOrThrow();
+      const id = orderId.toString();
       const userId = caller.userId.toString();
-      await into.write(trx, [{ type: 'paid', status: 'paid', orderId: orderId.toString(), voucherId: row.voucher_id, userId, quantity: row.quantity }]);
+      const paid = await trx
+        .updateTable('orders')
+        .set({ status: 'paid', paid_at: now })
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .where('status', '=', 'pending_payment')
+        .where('expires_at', '>', now)
+        .executeTakeFirst();
+      if (paid.numUpdatedRows !== 1n) return false;
+      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity']).where('id', '=', id).executeTakeFirstOrThrow();
+      await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
+      await outbox?.write(trx, [{ type: 'paid', status: 'paid', orderId: id, voucherId: row.voucher_id, userId, quantity: row.quantity }]);
       return true;
     });
 
   return async function payOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
-    const paidNow = outbox?.enabled ? await markPaidWithEvent(outbox, caller, orderId) : await markPaid(db, caller, orderId);
+    const paidNow = await markPaid(caller, orderId);
     if (paidNow) outbox?.committed();
     const order = await getOrder(asOwner(caller), orderId);
     if (paidNow) {

@@ -1,6 +1,7 @@
 // The two ways an order gives its units back: it expires unpaid, or its buyer cancels it. Both
-// commit in SQL (release.ts), then announce the change and hand the units to Redis through the
-// release relay. If the relay fails now, the outbox keeps the units for the next drain.
+// commit in SQL (release.ts, and the voucher's order counts), then announce the change and hand
+// the units to Redis through the release relay. If the relay fails now, the outbox keeps the units
+// for the next drain.
 //
 // The payment timer is the database itself: pending orders are indexed by (status, expires_at),
 // and any number of workers claim the due ones with FOR UPDATE SKIP LOCKED. Nothing to schedule,
@@ -12,6 +13,7 @@ import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { EventOutbox } from '../orders/event-outbox.js';
+import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { ReleaseRelay } from './release-relay.js';
 import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.js';
 
@@ -55,6 +57,8 @@ export function createReleases({ db, releaseRelay: relay, pubsub: events, log, e
       .execute(async (trx) => {
         const locked = await lock(trx);
         await releaseLocked(trx, locked, status);
+        // releaseLocked holds the vouchers' rows now.
+        await addOrderCounts(trx, moved(locked, 'pending_payment', status), { voucherLocked: true });
         await outbox?.write(trx, locked.map(eventOf(status)));
         return locked;
       });

@@ -6,6 +6,7 @@
 import { sql, type Transaction } from 'kysely';
 import { dialectOf, type SqlDialect } from '../infra/db/dialect.js';
 import { int, text } from '../infra/db/literals.js';
+import type { Db } from '../infra/db/database.js';
 import type { Database, OrderEventType } from '../infra/db/types.js';
 
 export interface OutboxEvent {
@@ -52,4 +53,20 @@ export function createEventOutbox({ enabled }: { enabled: boolean }): EventOutbo
       listener = l;
     },
   };
+}
+
+/**
+ * The outbox's backlog at both ends of its primary key, whatever its size: `backlog` is the span of
+ * unsent event ids (highest − lowest + 1), an upper bound on the rows (ids of rolled-back writes,
+ * and rows another relay sent out of order, fall inside it; 0 when empty); `oldestAgeSeconds` is
+ * the age of the lowest-id unsent event, in database time.
+ */
+export async function outboxBacklog(db: Db): Promise<{ backlog: number; oldestAgeSeconds: number }> {
+  const dialect = dialectOf(db);
+  const { rows } = await sql<{ lowest: string; highest: string; age_ms: string | number }>`
+    select e.event_id as lowest, (select max(event_id) from order_events) as highest, ${dialect.msBetween(sql.ref('e.created_at'), dialect.now)} as age_ms
+    from order_events e order by e.event_id limit 1`.execute(db);
+  const row = rows[0];
+  if (!row) return { backlog: 0, oldestAgeSeconds: 0 };
+  return { backlog: Number(BigInt(row.highest) - BigInt(row.lowest)) + 1, oldestAgeSeconds: Number(row.age_ms) / 1000 };
 }

@@ -21,9 +21,10 @@ export function createOrderRepository(db: Db): OrderRepository {
 
     // Served by orders_user_created (user_id, created_at): InnoDB appends the primary key to every
     // secondary index, so the index is in (user_id, created_at, id) order and a backward range scan
-    // yields the rows already sorted, no filesort; LIMIT stops it early. With the voucher filter
-    // MariaDB prefers orders_idempotency (voucher_id, user_id, …) and sorts the few rows one user
-    // holds on one voucher (EXPLAIN on MariaDB 10.11).
+    // yields the rows already sorted, no filesort; LIMIT stops it early (PostgreSQL reads the
+    // buyer's rows off the index and sorts them). With the voucher filter both databases prefer
+    // orders_idempotency (voucher_id, user_id, …) and sort the few rows one user holds on one
+    // voucher (test/infra/db/query-plans.test.ts).
     async listByUser(userId, { voucherId, limit }) {
       let query = db.selectFrom('orders').selectAll().where('user_id', '=', userId.toString());
       if (voucherId !== undefined) query = query.where('voucher_id', '=', voucherId.toString());

@@ -6,7 +6,8 @@
 // order and accept each one that still fits, then one conditional stock update for the accepted
 // total, one upsert of the per-user quantities and one multi-row insert of the orders. Orders that
 // do not fit are stored as `failed` with a reason, so only the truly invalid orders fail and the
-// rest of the batch is not held back.
+// rest of the batch is not held back. The vouchers' order counts move in one statement per batch,
+// which also reads the clock the payment windows start at.
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
@@ -14,6 +15,7 @@ import type { Database } from '../infra/db/types.js';
 import { insertOrdersSql, type OrderRow } from './bulk-sql.js';
 import type { OrderEntry } from '../infra/redis/records.js';
 import type { EventOutbox, OutboxEvent } from '../orders/event-outbox.js';
+import { addOrderCounts } from '../orders/order-counts.js';
 import { addHeld, lockHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
@@ -55,7 +57,8 @@ async function alreadyStored(trx: Transaction<Database>, entries: OrderEntry[], 
   }
 }
 
-async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint, entries: OrderEntry[], out: Map<string, Settlement>, rows: OrderRow[]) {
+/** Returns whether the voucher exists (its row is locked then). */
+async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint, entries: OrderEntry[], out: Map<string, Settlement>, rows: OrderRow[]): Promise<boolean> {
   const id = voucherId.toString();
   const voucher = await trx
     .selectFrom('vouchers')
@@ -69,7 +72,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
   };
   if (!voucher) {
     for (const e of entries) failRow(e, `${FailureReason.VOUCHER_NOT_FOUND}: voucher ${id} does not exist`);
-    return;
+    return false;
   }
 
   const users = [...new Set(entries.map((e) => e.userId))].sort();
@@ -90,7 +93,7 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
       accepted.push(e);
     }
   }
-  if (accepted.length === 0) return;
+  if (accepted.length === 0) return true;
 
   await takeStock(trx, id, voucher.stock - stockLeft);
 
@@ -100,19 +103,25 @@ async function storeVoucherOrders(trx: Transaction<Database>, voucherId: bigint,
     out.set(e.orderId, STORED);
     rows.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
   }
+  return true;
 }
 
-async function insertOrders(trx: Transaction<Database>, rows: OrderRow[]) {
+async function insertOrders(trx: Transaction<Database>, rows: OrderRow[], nowMs: number) {
   if (rows.length === 0) return;
-  // The payment window starts when the order becomes payable (stored), in database time: read
-  // the clock once per batch rather than a SQL expression per row (cheaper to build and send).
-  const dialect = dialectOf(trx);
-  let now = 0;
-  if (rows.some((r) => r.paymentTimeoutSeconds !== null)) {
-    const { rows: clock } = await sql<{ now: Date }>`select ${dialect.now} as now`.execute(trx);
-    now = clock[0]!.now.getTime();
-  }
-  await sql.raw(insertOrdersSql(dialect, rows, now)).execute(trx);
+  await sql.raw(insertOrdersSql(dialectOf(trx), rows, nowMs)).execute(trx);
+}
+
+/**
+ * Counts the rows to insert, those of vouchers this batch holds the lock of on their slot 0.
+ * Returns the database's clock, read by the count statement: the payment window starts when the
+ * order becomes payable (stored), in database time, read once per batch rather than as a SQL
+ * expression per row (cheaper to build and send), and without a round trip of its own.
+ */
+async function countOrders(trx: Transaction<Database>, rows: OrderRow[], locked: Set<bigint>): Promise<number> {
+  const change = (r: OrderRow) => ({ voucherId: r.voucherId, status: r.status, by: 1 });
+  const first = await addOrderCounts(trx, rows.filter((r) => locked.has(r.voucherId)).map(change), { voucherLocked: true });
+  const second = await addOrderCounts(trx, rows.filter((r) => !locked.has(r.voucherId)).map(change), { voucherLocked: false });
+  return (first ?? second)?.getTime() ?? 0;
 }
 
 /**
@@ -149,6 +158,7 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
     if (checkStored) await alreadyStored(trx, entries, out);
     const fresh = entries.filter((e) => !out.has(e.orderId));
     const rows: OrderRow[] = [];
+    const locked = new Set<bigint>();
     if (failAll) {
       for (const e of fresh) {
         out.set(e.orderId, failedWith(failAll));
@@ -163,10 +173,10 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
         else byVoucher.set(e.voucherId, [e]);
       }
       for (const voucherId of [...byVoucher.keys()].sort((a, b) => (a < b ? -1 : 1))) {
-        await storeVoucherOrders(trx, voucherId, byVoucher.get(voucherId)!, out, rows);
+        if (await storeVoucherOrders(trx, voucherId, byVoucher.get(voucherId)!, out, rows)) locked.add(voucherId);
       }
     }
-    await insertOrders(trx, rows);
+    await insertOrders(trx, rows, await countOrders(trx, rows, locked));
     // Only orders inserted now: a redelivered order's events were written when it was stored.
     const promoted = new Set(fresh.filter((e) => e.promoted).map((e) => e.orderId));
     await outbox?.write(trx, rows.flatMap((r) => eventsOf(r, promoted.has(r.id))));

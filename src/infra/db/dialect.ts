@@ -55,6 +55,8 @@ export interface SqlDialect {
   text(value: string): string;
   /** The clause after a multi-row INSERT INTO user_quantities that adds to a row already there. */
   readonly addQuantityOnConflict: string;
+  /** The clause after a multi-row INSERT INTO `table` that adds `column` to the row of the same `key` already there. */
+  addOnConflict(table: string, key: readonly string[], column: string): string;
   /**
    * A DELETE of `rows` rows the transaction holds locked, told to stop at the last. Without the
    * LIMIT, two event relays deleting neighbouring id ranges on MariaDB deadlocked under a drain's
@@ -67,13 +69,18 @@ export interface SqlDialect {
   readonly schema: SchemaTypes;
 }
 
+const mysqlAddOnConflict = (_table: string, _key: readonly string[], column: string) => `on duplicate key update ${column} = ${column} + values(${column})`;
+const postgresAddOnConflict = (table: string, key: readonly string[], column: string) =>
+  `on conflict (${key.join(', ')}) do update set ${column} = ${table}.${column} + excluded.${column}`;
+
 export const MYSQL: SqlDialect = {
   name: 'mysql',
   now: sql<Date>`now(3)`,
   nowPlusSeconds: (seconds) => sql<Date>`now(3) + interval ${seconds} second`,
   msBetween: (from, to) => sql`timestampdiff(microsecond, ${from}, ${to}) / 1000`,
   text: (value) => escape(value), // the driver's own function
-  addQuantityOnConflict: 'on duplicate key update quantity = quantity + values(quantity)',
+  addQuantityOnConflict: mysqlAddOnConflict('user_quantities', ['voucher_id', 'user_id'], 'quantity'),
+  addOnConflict: mysqlAddOnConflict,
   limitDelete: (query, rows) => query.limit(rows),
   subtractQuantities: (rows) => {
     // Ids are cast: a BIGINT compared with a string would be compared as a double.
@@ -111,7 +118,8 @@ export const POSTGRES: SqlDialect = {
     if (value.includes('\0')) throw new TypeError('PostgreSQL text cannot hold NUL');
     return `'${value.replaceAll("'", "''")}'`;
   },
-  addQuantityOnConflict: 'on conflict (voucher_id, user_id) do update set quantity = user_quantities.quantity + excluded.quantity',
+  addQuantityOnConflict: postgresAddOnConflict('user_quantities', ['voucher_id', 'user_id'], 'quantity'),
+  addOnConflict: postgresAddOnConflict,
   limitDelete: (query) => query,
   subtractQuantities: (rows) => {
     const changes = sql.join(rows.map((r) => sql`(${r.voucherId}::bigint, ${r.userId}::bigint, ${r.quantity}::integer)`));

@@ -58,6 +58,18 @@ export interface ReleaseOutboxTable {
   created_at: Generated<Date>;
 }
 
+/**
+ * Each voucher's orders by status (orders/order-counts.ts): a count is the sum of `n` over the
+ * voucher's slots for that status; one slot's `n` may be negative.
+ */
+export interface VoucherOrderCountsTable {
+  voucher_id: Id;
+  status: StoredOrderStatus;
+  slot: number;
+  /** BIGINT: a decimal string from both drivers. */
+  n: ColumnType<string, number, number>;
+}
+
 export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
 
 /** The outbox of order events for RabbitMQ (events/event-relay.ts); a row lives until the broker confirmed it. */
@@ -79,4 +91,5 @@ export interface Database {
   user_quantities: UserQuantitiesTable;
   release_outbox: ReleaseOutboxTable;
   order_events: OrderEventsTable;
+  voucher_order_counts: VoucherOrderCountsTable;
 }
