@@ -134,6 +134,8 @@ describe('sold-out fast path', () => {
     const bought = await claim(a, v.id, 20);
     assert.equal(bought.statusCode, 202);
     for (const user of [21, 22]) assert.equal((await claim(a, v.id, user)).json().waitlisted, true);
+    // The bought order stored first: its settlement is the pipeline's Redis command, not an answer's.
+    await waitForDrain(a.c, v.id);
     await untilCached(a, v.id);
 
     const answers = new Map<number, unknown>();

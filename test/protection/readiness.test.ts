@@ -11,6 +11,9 @@ import { PROBE_DEADLINE_MS, readinessCheck } from '../../src/readiness.js';
 import { DATABASE_PORT, startTestApp } from '../support/helpers.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
+/** The probe's own deadline is the product's promise; this much more is the test machine's load. */
+const ANSWER_MARGIN_MS = 700;
+
 const t = await startTestApp('readiness');
 const databaseUrl = new URL(t.env.DATABASE_URL!);
 
@@ -71,7 +74,7 @@ describe('GET /readyz leaks nothing', () => {
       const since = answers[0]!.res.json().database.downSince;
       for (const { res, ms } of answers) {
         assert.equal(res.statusCode, 503);
-        assert.ok(ms < PROBE_DEADLINE_MS + 200, `answered in ${ms.toFixed(0)} ms`);
+        assert.ok(ms < PROBE_DEADLINE_MS + ANSWER_MARGIN_MS, `answered in ${ms.toFixed(0)} ms`);
         const body = res.json();
         assert.equal(body.code, 'UNAVAILABLE');
         assert.equal(body.message, 'not ready: the database unreachable');
@@ -103,7 +106,7 @@ describe('GET /readyz leaks nothing', () => {
     proxy.stall(); // the database holds every byte: the probe's deadline answers
     const silent = await probe();
     assert.equal(silent.res.statusCode, 503);
-    assert.ok(silent.ms < PROBE_DEADLINE_MS + 300, `answered in ${silent.ms.toFixed(0)} ms`);
+    assert.ok(silent.ms < PROBE_DEADLINE_MS + ANSWER_MARGIN_MS, `answered in ${silent.ms.toFixed(0)} ms`);
     const since = silent.res.json().database.downSince;
     assertLeaksNothing(silent.res.json(), [String(port), String(DATABASE_PORT), databaseUrl.username]);
     proxy.resume();
