@@ -17,7 +17,7 @@ import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
-import { type RedisRepairDeps, repairRedisState } from './redis-repair.js';
+import { type CleanMarks, type RedisRepairDeps, repairRedisState } from './redis-repair.js';
 import type { Drift, DriftKind } from './drift.js';
 
 export type { Drift, DriftKind };
@@ -27,6 +27,7 @@ const OVERDUE_GRACE_S = 5;
 /** Outbox rows this old were left by a relay that died. */
 const OUTBOX_GRACE_S = 5;
 const LAST_REPORT_KEPT_S = 7 * 24 * 3600;
+const DRIFT_KEPT = 100;
 
 /** The last reconciliation of a voucher, as the console shows it (reconcileVoucher keeps it). */
 export async function lastReconciliation(redis: RedisClient, keys: KeySpace, voucherId: bigint): Promise<(ReconcileReport & { at: string }) | null> {
@@ -56,11 +57,11 @@ export interface ReconcilerDeps extends RedisRepairDeps {
   onRepair?(kind: DriftKind): void;
 }
 
-/** The deps with the database's dialect, looked up once. */
-type Context = ReconcilerDeps & { dialect: SqlDialect };
+/** The deps with the database's dialect, looked up once, and the vouchers last found clean. */
+type Context = ReconcilerDeps & { dialect: SqlDialect; clean: CleanMarks };
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const context: Context = { ...deps, dialect: dialectOf(deps.db) };
+  const context: Context = { ...deps, dialect: dialectOf(deps.db), clean: new Map() };
   return {
     reconcileVoucher: (voucherId) => reconcileVoucher(context, voucherId),
     async reconcileAll() {
@@ -95,9 +96,10 @@ async function reconcileVoucher(c: Context, voucherId: bigint): Promise<Reconcil
   try {
     await expireOverdueOrders(c, voucher, note);
     await relayStuckReleases(c, voucher, note);
-    if (kindOf(voucher).redisGated) report.verified = await repairRedisState(c, voucher, note);
-    // Kept for the console (whichever instance ran it); a week, like the voucher's other keys.
-    const kept = JSON.stringify({ ...report, at: new Date().toISOString() });
+    if (kindOf(voucher).redisGated) report.verified = await repairRedisState(c, voucher, note, c.clean);
+    // Kept for the console (whichever instance ran it); a week, like the voucher's other keys. The
+    // first drifts only: after a loss of Redis data a report can name every order in flight.
+    const kept = JSON.stringify({ ...report, drift: report.drift.slice(0, DRIFT_KEPT), at: new Date().toISOString() });
     await c.redis.set(c.keys.lastReconcile(voucherId), kept, 'EX', LAST_REPORT_KEPT_S).catch(() => undefined);
     return report;
   } finally {

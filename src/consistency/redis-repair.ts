@@ -3,16 +3,19 @@
 // in-flight records whose stream entry is gone (requeued: the buyer holds a 202), unacknowledged
 // entries whose record is gone (adopted), and records of orders stored long ago (settled). Nothing
 // is repaired on one sighting: a second observation must show the same drift, and count repairs
-// are a compare-and-set on the voucher's `ver`, so a repair never races the traffic it corrects.
+// are offsets applied only to the state observed (its builtAt), so a repair keeps the traffic
+// since the observation and never lands on a state rebuilt meanwhile. Every Redis call here is
+// bounded (walks in steps, repairs and settlements in calls of a bounded size).
 // Repairs only ever set Redis to what the database implies, so Redis never grants a unit the
 // database cannot fulfil.
 import type { Db } from '../infra/db/database.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-import { type InflightOrder, inflightOfEntry, isMalformed, parseEntry } from '../infra/redis/records.js';
+import type { InflightOrder } from '../infra/redis/records.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Correction } from '../infra/redis/scripts/reconcile.js';
-import { CONSUMER_GROUP, ensureConsumerGroups, hasConsumerGroup, unacknowledgedEntries } from '../pipeline/maintenance.js';
+import { createInflightReader } from '../orders/inflight.js';
+import { CONSUMER_GROUP, ensureConsumerGroups, hasConsumerGroup } from '../pipeline/maintenance.js';
 import { settleInput, settlementOfRow } from '../pipeline/settlement.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
@@ -23,7 +26,21 @@ import type { Drift } from './drift.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
 const SETTLE_GRACE_MS = 5_000;
+/** Stream entries looked at per shard for records that are gone (pending ones, and as many not delivered). */
 const ENTRIES_SCANNED = 10_000;
+/** Orders per settle call, as the pipeline's batches: the script's work stays small. */
+const SETTLE_STEP = 500;
+/** Buyer drifts reported one by one; the others in one line (a lost buyer hash is a million). */
+const BUYERS_NOTED = 20;
+/**
+ * A voucher whose state has not moved since a comparison found it clean is compared again only
+ * this often: a full comparison of a million buyers takes Redis a second of short steps and the
+ * database a hundred page reads, and a kept voucher would be walked every pass for a week.
+ */
+const UNCHANGED_COMPARED_EVERY_MS = 10 * 60_000;
+
+/** Per voucher, the mark of its state when a comparison last found it clean (one map per reconciler). */
+export type CleanMarks = Map<bigint, { mark: string; at: number }>;
 
 export interface RedisRepairDeps {
   db: Db;
@@ -57,9 +74,13 @@ interface Sighting {
  * sightings agree on. Returns false when the comparison could not be made or a drift was seen
  * once only: the next reconciliation looks again.
  */
-export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, note: Note): Promise<boolean> {
+export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, note: Note, clean: CleanMarks): Promise<boolean> {
   await restoreConsumerGroups(deps, voucher, note);
   await finishStaleMoves(deps, voucher, note);
+  const mark = await stateMark(deps, voucher);
+  const last = clean.get(voucher.id);
+  if (last?.mark === mark && Date.now() - last.at < UNCHANGED_COMPARED_EVERY_MS) return true;
+  clean.delete(voucher.id);
   const first = await observe(deps, voucher);
   if (first.kind === 'not_found') return true;
   if (first.kind === 'missing') {
@@ -68,7 +89,10 @@ export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, 
   }
   if (first.kind === 'busy') return false;
   const seen = await sight(deps, first.observation);
-  if (!seen.counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) return true;
+  if (!seen.counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) {
+    clean.set(voucher.id, { mark, at: Date.now() });
+    return true;
+  }
 
   // Seen once: look again before touching anything.
   const second = await observe(deps, voucher);
@@ -82,6 +106,28 @@ export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, 
   await adoptOrphanEntries(deps, orphans, note);
   await settleStoredOrders(deps, voucher, again.observation, both(again.unsettled, seen.unsettled), note);
   return counts !== 'unconfirmed';
+}
+
+/**
+ * Changes with every change of the voucher's state: the database's version (every stock change),
+ * and per segment its stock, in-flight counter, builtAt and moves (admissions, settlements,
+ * releases, moves, rebuilds), its number of buyers, and the shard's number of in-flight records
+ * and stream entries (a record or an entry lost). Read before the comparison it is kept for, so a
+ * change during that comparison makes the next mark differ.
+ */
+async function stateMark({ db, redis, keys }: RedisRepairDeps, voucher: Voucher): Promise<string> {
+  const row = await db.selectFrom('vouchers').select('version').where('id', '=', voucher.id.toString()).executeTakeFirst();
+  const segments = await Promise.all(
+    segmentShards(voucher, keys).map((s) =>
+      Promise.all([
+        redis.hmget(keys.voucher(voucher.id, s), 'stock', 'inflight', 'builtAt', 'moves'),
+        redis.hlen(keys.buyers(voucher.id, s)),
+        redis.hlen(keys.inflight(s)),
+        redis.xlen(keys.orders(s)),
+      ]),
+    ),
+  );
+  return JSON.stringify([row?.version, segments]);
 }
 
 /** Without the group nothing reads the shard's stream: admitted orders would never be stored. */
@@ -108,20 +154,19 @@ async function rebuildState({ redisState }: RedisRepairDeps, voucher: Voucher, n
 const observe = (deps: RedisRepairDeps, voucher: Voucher) => observeVoucher(deps, voucher.id, segmentShards(voucher, deps.keys));
 
 async function sight({ db, redis, keys }: RedisRepairDeps, o: Observation): Promise<Sighting> {
-  const notStored = o.redis.inflight.filter((x) => !o.stored.has(x.orderId));
-  const entries = await Promise.all(notStored.map((x) => redis.xrange(keys.orders(x.shard), x.streamId, x.streamId)));
-  const lostEntries = notStored.filter((_, i) => entries[i]!.length === 0);
+  const inflight = createInflightReader(redis, keys);
+  const unacknowledged: InflightOrder[] = [];
+  for (const { shard } of o.segments) unacknowledged.push(...(await inflight.unacknowledged(o.voucherId, shard, CONSUMER_GROUP, ENTRIES_SCANNED)));
+
+  // A record's entry is looked up one by one only when the scan did not meet it.
+  const scanned = new Set(unacknowledged.map((e) => e.orderId));
+  const unseen = o.redis.inflight.filter((x) => !o.stored.has(x.orderId) && !scanned.has(x.orderId));
+  const entries = await Promise.all(unseen.map((x) => redis.xrange(keys.orders(x.shard), x.streamId, x.streamId)));
+  const lostEntries = unseen.filter((_, i) => entries[i]!.length === 0);
   const unsettled = o.redis.inflight.filter((x) => o.stored.has(x.orderId) && Date.now() - x.createdAt.getTime() > SETTLE_GRACE_MS);
 
   const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
-  const candidates: InflightOrder[] = [];
-  for (const { shard } of o.segments) {
-    for (const raw of await unacknowledgedEntries(redis, keys.orders(shard), ENTRIES_SCANNED)) {
-      const e = parseEntry(shard, raw, 1);
-      if (isMalformed(e) || e.voucherId !== o.voucherId || recorded.has(e.orderId)) continue;
-      candidates.push(inflightOfEntry(e));
-    }
-  }
+  const candidates = unacknowledged.filter((e) => !recorded.has(e.orderId));
   const storedIds = new Set<string>();
   for (let i = 0; i < candidates.length; i += IN_CHUNK) {
     const ids = candidates.slice(i, i + IN_CHUNK).map((c) => c.orderId);
@@ -160,7 +205,13 @@ async function repairCounts({ keys, scripts, onUnitsBack }: RedisRepairDeps, vou
   if (drift.inflightCounter) {
     note({ kind: 'inflight_counter', detail: `in-flight counter ${o.redis.inflightCounter}, records ${o.expected.inflightCounter}`, repaired: done });
   }
-  for (const [user, [have, want]] of drift.buyers) note({ kind: 'buyer', detail: `user ${user}: Redis counts ${have}, database implies ${want}`, repaired: done });
+  let shown = 0;
+  for (const [user, [have, want]] of drift.buyers) {
+    if (shown++ === BUYERS_NOTED) break;
+    note({ kind: 'buyer', detail: `user ${user}: Redis counts ${have}, database implies ${want}`, repaired: done });
+  }
+  const more = drift.buyers.size - BUYERS_NOTED;
+  if (more > 0) note({ kind: 'buyer', detail: `${more} more buyers' counts differed from what the database implies`, repaired: done });
 }
 
 async function requeueLostEntries({ scripts }: RedisRepairDeps, lost: InflightOrder[], note: Note) {
@@ -180,12 +231,15 @@ async function settleStoredOrders({ scripts }: RedisRepairDeps, voucher: Voucher
   for (const { shard } of o.segments) {
     const here = unsettled.filter((x) => x.shard === shard);
     if (!here.length) continue;
-    const settled = await scripts.settle(
-      CONSUMER_GROUP,
-      shard,
-      here.map((x) => settleInput({ ...x, voucherId: voucher.id }, settlementOfRow(o.stored.get(x.orderId)!))),
-    );
-    here.forEach((x, i) => note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[i] ?? false }));
+    for (let i = 0; i < here.length; i += SETTLE_STEP) {
+      const step = here.slice(i, i + SETTLE_STEP);
+      const settled = await scripts.settle(
+        CONSUMER_GROUP,
+        shard,
+        step.map((x) => settleInput({ ...x, voucherId: voucher.id }, settlementOfRow(o.stored.get(x.orderId)!))),
+      );
+      step.forEach((x, j) => note({ kind: 'unsettled_order', detail: `order ${x.orderId} stored but never settled in Redis; settled`, repaired: settled[j] ?? false }));
+    }
   }
 }
 
