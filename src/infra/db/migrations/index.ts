@@ -5,6 +5,7 @@ import * as voucherVersion from './0003-voucher-version.js';
 import * as voucherSegments from './0004-voucher-segments.js';
 import * as orderEvents from './0005-order-events.js';
 import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
+import * as voucherQueues from './0008-voucher-queues.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004-voucher-segments': voucherSegments,
   '0005-order-events': orderEvents,
   '0006-idempotency-key-case': idempotencyKeyCase,
+  '0008-voucher-queues': voucherQueues,
 };
