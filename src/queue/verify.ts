@@ -20,7 +20,8 @@ export interface DrawVerdict {
   problems: string[];
 }
 
-const MAX_PROBLEMS = 10;
+/** Misplaced entrants named in the verdict. */
+const MAX_SHOWN = 5;
 
 export function verifyDraw(d: PublishedDraw): DrawVerdict {
   const problems: string[] = [];
@@ -31,9 +32,10 @@ export function verifyDraw(d: PublishedDraw): DrawVerdict {
   if (problems.length === 0) {
     const seed = d.seed;
     const ranked = d.list.map((e) => ({ ...e, rank: rankOf(seed, e.userId) })).sort((a, b) => (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
-    ranked.forEach((e, i) => {
-      if (e.position !== i + 1 && problems.length < MAX_PROBLEMS) problems.push(`user ${e.userId} is published at place ${e.position}; the seed puts them at ${i + 1}`);
-    });
+    const misplaced = ranked.flatMap((e, i) => (e.position === i + 1 ? [] : [`user ${e.userId} at ${e.position} (the seed: ${i + 1})`]));
+    if (misplaced.length) {
+      problems.push(`${misplaced.length} of ${ranked.length} entrants are not at the place the seed gives them: ${misplaced.slice(0, MAX_SHOWN).join(', ')}${misplaced.length > MAX_SHOWN ? ', …' : ''}`);
+    }
   }
   const admitting = Math.min(d.entrants, d.stock);
   if (d.drawAdmitted !== admitting) problems.push(`the draw admitted ${d.drawAdmitted} places; ${admitting} were due (${d.stock} units, ${d.entrants} entrants)`);
