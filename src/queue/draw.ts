@@ -2,11 +2,12 @@
 //  1. wait for Redis time to reach beginAt, then close the pre-queue (frozen: later joins are
 //     arrivals, placed after the drawn ones);
 //  2. read the entrants (a bounded range at a time) and sort them by rank (draw-order.ts);
-//  3. write every place, the waiting ones (after the first `stock`) into the voucher's waitlist
-//     scored by place, and mark the queue placed (place-4.lua places the arrivals with it);
-//  4. admit the first places through the admit script, as claims (same checks, payment timeout,
-//     per-user limit and durability), each with the Idempotency-Key "queue": a draw run again
-//     after a crash admits nobody twice; units left then go to the next places (restock-8.lua);
+//  3. admit the first places (as many as there are units) through the admit script, as claims
+//     (same checks, payment timeout, per-user limit and durability), each with the
+//     Idempotency-Key "queue": a draw run again after a crash admits nobody twice;
+//  4. write every place, the waiting ones into the voucher's waitlist scored by place, and mark
+//     the queue placed (place-4.lua places the arrivals with it), then open: units left or
+//     coming back go to the next places (restock-8.lua);
 //  5. store the entrant list, then publish the seed.
 // Every step can run again: a draw that failed anywhere is run again by the next tick.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,7 +38,8 @@ export interface DrawReport {
   /** Places admitted by the draw (the first ones), and after it in the same run (arrivals). */
   admitted: number;
   promoted: number;
-  /** From beginAt (Redis time) to the first places admitted, and to the draw published (ms). */
+  /** From beginAt (Redis time) to the entrants sorted, to the first places admitted, and to the draw published (ms). */
+  sortedAfterMs: number;
   admittedAfterMs: number;
   publishedAfterMs: number;
 }
@@ -172,21 +174,20 @@ export function createDraw(deps: DrawDeps): Draw {
     const [placed, placedAdmitting, open, placedAt] = await redis.hmget(queueKey, 'placed', 'admitting', 'open', 'drawnAt');
 
     const order = drawOrder(row.seed, await entrantsOf(v));
-    let admitting = Number(placedAdmitting ?? 0);
+    const sortedAfterMs = (await redisNow()) - beginMs;
+    const admitting = placed === '1' ? Number(placedAdmitting) : Math.min(order.length, await stockOf(v));
+    // The first places first: the buyers waiting for them are placed right after.
+    let admitted: { userId: string; orderId: string }[] = [];
+    if (open !== '1') admitted = await admitFirst(v, order.slice(0, admitting));
+    const admittedAfterMs = (await redisNow()) - beginMs;
     let drawnAt = Number(placedAt ?? 0);
     if (placed !== '1') {
-      admitting = Math.min(order.length, await stockOf(v));
-      drawnAt = await redisNow();
+      drawnAt = beginMs + sortedAfterMs;
       await writePlaces(v, order, admitting);
       await scripts.place(v.id, order.length, admitting, drawnAt, windowOf(v).expireAtSeconds);
     }
-    let admitted: { userId: string; orderId: string }[] = [];
-    if (open !== '1') {
-      admitted = await admitFirst(v, order.slice(0, admitting));
-      await redis.hset(queueKey, 'open', 1, 'openedAt', await redisNow(), 'drawAdmitted', admitted.length);
-    }
+    if (open !== '1') await redis.hset(queueKey, 'open', 1, 'openedAt', await redisNow(), 'drawAdmitted', admitted.length);
     const promoted = await queue.promote(v);
-    const admittedAfterMs = (await redisNow()) - beginMs;
 
     await repository.saveEntrants(v.id, order);
     await repository.publish(v.id, { drawnAt: new Date(drawnAt), entrants: order.length, admitted: admitting });
@@ -194,6 +195,6 @@ export function createDraw(deps: DrawDeps): Draw {
     const publishedAfterMs = (await redisNow()) - beginMs;
     // Only by the run that admitted them: a run again after a crash does not know every order.
     if (open !== '1') await announce(v, order, admitting, new Map(admitted.map((a) => [a.userId, a.orderId])));
-    return { voucherId: v.id.toString(), entrants: order.length, admitted: admitted.length, promoted: promoted.length, admittedAfterMs, publishedAfterMs };
+    return { voucherId: v.id.toString(), entrants: order.length, admitted: admitted.length, promoted: promoted.length, sortedAfterMs, admittedAfterMs, publishedAfterMs };
   };
 }

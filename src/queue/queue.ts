@@ -12,6 +12,7 @@ import type { QueueStanding, QueueWindow } from '../infra/redis/scripts/queue.js
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import type { OrderPubSub, QueueEvent, Unpublished } from '../orders/order-pubsub.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
+import { batchQueueCalls } from './queue-batch.js';
 import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 
@@ -114,6 +115,14 @@ const REFUSED = {
 
 export function createQueue(deps: QueueDeps): Queue {
   const { redis, keys, scripts, directory, redisState, pubsub, ids, onJoin, onAdmitted } = deps;
+  const call = batchQueueCalls(scripts);
+  // The window of a voucher is built once, not on every join.
+  const windows = new WeakMap<QueueVoucher, QueueWindow>();
+  const windowFor = (v: QueueVoucher) => {
+    let w = windows.get(v);
+    if (!w) windows.set(v, (w = windowOf(v)));
+    return w;
+  };
 
   async function voucher(voucherId: bigint): Promise<QueueVoucher> {
     const v = await directory.get(voucherId);
@@ -123,7 +132,7 @@ export function createQueue(deps: QueueDeps): Queue {
   }
 
   async function standing(mode: 'join' | 'look', v: QueueVoucher, userId: bigint): Promise<QueueStanding> {
-    const answer = await scripts.queue(mode, windowOf(v), userId);
+    const answer = await call(mode, windowFor(v), userId);
     if (answer.code !== 'OK') throw REFUSED[answer.code](v);
     return answer.standing;
   }

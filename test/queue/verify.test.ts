@@ -5,7 +5,7 @@ import { runSeckill } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 import { drawOrder, newSeed, rankOf, ranker } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
-import { createQueueVoucher, join, publicGet, summary } from './support.js';
+import { createQueueVoucher, publicGet, summary } from './support.js';
 
 const t = await startTestApp('queue-verify');
 await t.c.startQueue();
@@ -23,7 +23,7 @@ describe('queue vouchers: seckill draw verify', () => {
   it('when a real draw is checked, then it matches; when one published entrant or the seed is altered, then it does not', async () => {
     const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt: new Date(Date.now() + 2_000), stock: 7 });
     const users = range(5_000, 300);
-    await Promise.all(users.map((u) => join(t, v.id, u)));
+    await Promise.all(users.map((u) => t.c.queue.join(BigInt(v.id), BigInt(u))));
     const published = await waitFor('the draw published', async () => (await summary(t, v.id)).seed && summary(t, v.id));
     assert.deepEqual(verifyDraw(await readPublishedDraw(publicGet(t), v.id)), { ok: true, problems: [] });
     const good = await verifyCli(v.id);

@@ -1,5 +1,5 @@
-// A queue voucher's queue in Redis: queue-7.lua joins a buyer or reads their state, place-4.lua
-// ends the writing of the draw's order.
+// A queue voucher's queue in Redis: queue-7.lua joins buyers or reads their state (a batch per
+// call), place-4.lua ends the writing of the draw's order.
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
@@ -36,9 +36,15 @@ export interface QueueWindow {
   expireAtSeconds: number;
 }
 
+/** Most buyers in one queue call (each costs the script a few µs; nothing else runs meanwhile). */
+export const MAX_QUEUE_BATCH = 64;
+
 export interface QueueScripts {
-  /** Joins `userId` to the queue (a buyer who joined before keeps their place) or, with `look`, only reads. */
-  queue(mode: 'join' | 'look', window: QueueWindow, userId: bigint): Promise<QueueAnswer>;
+  /**
+   * Joins the buyers to the queue (a buyer who joined before keeps their place) or, with `look`,
+   * only reads; an answer per buyer, in order, as if each had been a call of its own.
+   */
+  queue(mode: 'join' | 'look', window: QueueWindow, userIds: bigint[]): Promise<QueueAnswer[]>;
   /**
    * Places the late arrivals after the `entrants` drawn places and marks the queue placed; -1 when
    * it was placed before (nothing written), else how many arrivals it placed.
@@ -47,6 +53,28 @@ export interface QueueScripts {
 }
 
 const orNull = (v: string | number) => (v === '' ? null : Number(v));
+/** Values per buyer in queue-7.lua's answer. */
+const WIDTH = 10;
+
+function answerAt(reply: (string | number)[], at: number): QueueAnswer {
+  const code = Number(reply[at]);
+  if (code !== 0) return { code: REFUSALS[code as keyof typeof REFUSALS] ?? 'NOT_IN_QUEUE' };
+  const [state, place, ahead, orderId, promote, openedAt, drawAdmitted, admitted, now] = reply.slice(at + 1, at + WIDTH);
+  return {
+    code: 'OK',
+    standing: {
+      state: state as QueueState,
+      place: orNull(place!),
+      ahead: orNull(ahead!),
+      orderId: orderId === '' ? null : String(orderId),
+      promote: promote === 1,
+      openedAt: orNull(openedAt!),
+      drawAdmitted: Number(drawAdmitted),
+      admitted: Number(admitted),
+      now: Number(now),
+    },
+  };
+}
 
 export function queueScripts(calls: ScriptCalls, keys: KeySpace): QueueScripts {
   const queue = scriptCall(calls, 'queue');
@@ -61,25 +89,11 @@ export function queueScripts(calls: ScriptCalls, keys: KeySpace): QueueScripts {
     keys.voucher(id),
   ];
   return {
-    async queue(mode, w, userId) {
-      const reply = (await queue(...queueKeys(w.voucherId), mode, userId.toString(), w.opensAtMs, w.beginAtMs, w.endAtMs, w.expireAtSeconds)) as (string | number)[];
-      const code = Number(reply[0]);
-      if (code !== 0) return { code: REFUSALS[code as keyof typeof REFUSALS] ?? 'NOT_IN_QUEUE' };
-      const [, state, placeText, ahead, orderId, promote, openedAt, drawAdmitted, admitted, now] = reply;
-      return {
-        code: 'OK',
-        standing: {
-          state: state as QueueState,
-          place: orNull(placeText!),
-          ahead: orNull(ahead!),
-          orderId: orderId === '' ? null : String(orderId),
-          promote: promote === 1,
-          openedAt: orNull(openedAt!),
-          drawAdmitted: Number(drawAdmitted),
-          admitted: Number(admitted),
-          now: Number(now),
-        },
-      };
+    async queue(mode, w, userIds) {
+      if (userIds.length === 0 || userIds.length > MAX_QUEUE_BATCH) throw new RangeError(`1 to ${MAX_QUEUE_BATCH} buyers per queue call, got ${userIds.length}`);
+      const reply = (await queue(...queueKeys(w.voucherId), mode, w.opensAtMs, w.beginAtMs, w.endAtMs, w.expireAtSeconds, ...userIds.map(String))) as (string | number)[];
+      if (reply.length !== userIds.length * WIDTH) throw new Error(`queue answered ${reply.length} values for ${userIds.length} buyer(s)`);
+      return userIds.map((_, i) => answerAt(reply, i * WIDTH));
     },
     async place(voucherId, entrants, admitting, drawnAtMs, expireAtSeconds) {
       return Number(

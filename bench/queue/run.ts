@@ -1,0 +1,197 @@
+// Queue bench: BUYERS distinct buyers join the pre-queue of a STOCK-unit queue voucher, then the
+// draw at beginAt. In the same run the same number of distinct buyers claim a plain seckill
+// voucher first (every claim admitted), so a join's server CPU is compared with a claim's on the
+// same box, same process, same minute. See README.md.
+//   node --import tsx bench/queue/run.ts [--buyers 100000] [--stock 1000] [--connections 64] [--json]
+// The API runs as `seckill serve --no-worker` (the process measured) and the draw in a `seckill
+// worker` beside it; the load generator is this process. Needs Redis and MariaDB (or
+// BENCH_DATABASE_SERVER=postgres://…).
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createSigner } from 'fast-jwt';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { dropDatabase } from '../../src/infra/db/database.js';
+import { processCpuUs } from '../../src/loadgen/machine.js';
+import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
+import { freePorts } from '../free-ports.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TARGET_DRAW_MS = 2_000;
+const note = (text: string) => process.stderr.write(`${text}\n`);
+
+const { values: v } = parseArgs({
+  options: {
+    buyers: { type: 'string', default: '100000' },
+    stock: { type: 'string', default: '1000' },
+    connections: { type: 'string', default: '64' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const BUYERS = Number(v.buyers);
+const STOCK = Number(v.stock);
+const CONNECTIONS = Number(v.connections);
+const DATABASE_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'mysql://root@127.0.0.1:3306';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+const name = `bq_${process.pid}_${randomBytes(3).toString('hex')}`;
+const secret = randomBytes(24).toString('hex');
+const port = await freePorts(1);
+const env = {
+  ...process.env,
+  DATABASE_URL: `${DATABASE_SERVER}/${name}`,
+  REDIS_URL,
+  REDIS_PREFIX: name,
+  JWT_SECRET: secret,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  API_PROCESSES: '1',
+};
+
+function seckill(args: string[], log = false): ChildProcess & { lines: string[] } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...env, LOG_LEVEL: log ? 'info' : 'warn' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }) as ChildProcess & { lines: string[] };
+  child.lines = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => child.lines.push(line));
+  return child;
+}
+
+const sign = createSigner({ key: secret, algorithm: 'HS256' });
+const exp = Math.floor(Date.now() / 1000) + 3600;
+const bearer = (user: number | bigint, admin = false) => `Bearer ${sign({ sub: String(user), exp, ...(admin ? { role: 'admin' } : {}) })}`;
+const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONNECTIONS, pipelining: 1 });
+
+async function call(method: 'GET' | 'POST', path: string, token?: string, body?: unknown) {
+  const res = await pool.request({
+    method,
+    path,
+    headers: { ...(token ? { authorization: token } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, json: text ? (JSON.parse(text) as Record<string, any>) : {} };
+}
+
+/** `count` requests from distinct buyers (tokens signed beforehand), CONNECTIONS at a time; the API's CPU per request. */
+async function drive(label: string, path: string, firstUser: number, count: number, apiPid: number) {
+  const tokens = Array.from({ length: count }, (_, i) => bearer(firstUser + i));
+  const status: Record<number, number> = {};
+  let next = 0;
+  const cpuBefore = processCpuUs(apiPid);
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < count) {
+        const res = await call('POST', path, tokens[next++]);
+        status[res.status] = (status[res.status] ?? 0) + 1;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const cpuUs = processCpuUs(apiPid) - cpuBefore;
+  note(`${label}: ${count} in ${seconds.toFixed(1)} s (${Math.round(count / seconds)}/s), API CPU ${(cpuUs / count).toFixed(1)} µs per request, answers ${JSON.stringify(status)}`);
+  return { requests: count, seconds, perSecond: count / seconds, cpuUsPerRequest: cpuUs / count, status };
+}
+
+async function waitFor<T>(what: string, check: () => Promise<T | null | false>, timeoutMs: number, everyMs = 10): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+const api = seckill(['serve', '--no-worker']);
+let worker: ReturnType<typeof seckill> | null = null;
+try {
+  await waitFor('the API', async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 100);
+  worker = seckill(['worker'], true);
+  const admin = bearer(1, true);
+
+  // The claims: a seckill voucher with a unit for every claim, so each is a full admission.
+  const plain = await call('POST', '/api/vouchers', admin, {
+    title: 'bench claims', kind: 'seckill', stock: BUYERS,
+    beginAt: new Date(Date.now() - 60_000).toISOString(), endAt: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+  if (plain.status !== 201) throw new Error(`voucher: ${plain.status} ${JSON.stringify(plain.json)}`);
+  const claims = await drive('claims', `/api/vouchers/${plain.json.id}/orders`, 10_000_000, BUYERS, api.pid!);
+
+  // The joins: the queue voucher's start far enough ahead for every join at the claims' rate, twice over.
+  const joinWindowMs = Math.max(15_000, Math.ceil((2 * BUYERS) / claims.perSecond) * 1000);
+  const beginAt = new Date(Date.now() + joinWindowMs + 3_000);
+  const queued = await call('POST', '/api/vouchers', admin, {
+    title: 'bench queue', kind: 'seckill', stock: STOCK, queue: { opensAt: new Date().toISOString() },
+    beginAt: beginAt.toISOString(), endAt: new Date(beginAt.getTime() + 3_600_000).toISOString(),
+  });
+  if (queued.status !== 201) throw new Error(`queue voucher: ${queued.status} ${JSON.stringify(queued.json)}`);
+  const voucherId = queued.json.id as string;
+  const joins = await drive('joins', `/api/vouchers/${voucherId}/queue`, 20_000_000, BUYERS, api.pid!);
+  if (Date.now() >= beginAt.getTime()) throw new Error('the joins outlasted the pre-queue');
+
+  // The draw: from beginAt to the first STOCK places admitted (the worker's report), and stored.
+  note(`waiting ${Math.round((beginAt.getTime() - Date.now()) / 1000)} s for the start`);
+  const drawn = await waitFor(
+    'the draw',
+    async () => {
+      const line = worker!.lines.find((l) => l.includes('"queue drawn"'));
+      return line ? (JSON.parse(line) as { admittedAfterMs: number; publishedAfterMs: number; entrants: number; admitted: number }) : null;
+    },
+    beginAt.getTime() - Date.now() + 60_000,
+  );
+  const stats = await waitFor(
+    'every admitted order stored',
+    async () => {
+      const s = (await call('GET', `/api/vouchers/${voucherId}/stats`, admin)).json;
+      return s.orders?.pending_payment === drawn.admitted && s.inFlight === 0 && s;
+    },
+    60_000,
+    100,
+  );
+  const verdict = verifyDraw(await readPublishedDraw(async (path) => (await call('GET', path)).json, voucherId));
+  const result = {
+    buyers: BUYERS,
+    stock: STOCK,
+    claims,
+    joins,
+    joinCpuOverClaimCpu: joins.cpuUsPerRequest / claims.cpuUsPerRequest,
+    draw: { entrants: drawn.entrants, admitted: drawn.admitted, admittedAfterMs: drawn.admittedAfterMs, publishedAfterMs: drawn.publishedAfterMs, targetMs: TARGET_DRAW_MS },
+    stored: stats.orders.pending_payment,
+    oversold: Math.max(0, stats.orders.pending_payment - STOCK),
+    redisStock: stats.redisStock,
+    dbStock: stats.dbStock,
+    verify: verdict,
+  };
+  if (v.json) console.log(JSON.stringify(result, null, 2));
+  else {
+    console.log(`buyers ${BUYERS}, stock ${STOCK}`);
+    console.log(`claim: ${claims.cpuUsPerRequest.toFixed(1)} µs API CPU per request, ${Math.round(claims.perSecond)}/s`);
+    console.log(`join:  ${joins.cpuUsPerRequest.toFixed(1)} µs API CPU per request, ${Math.round(joins.perSecond)}/s (join/claim ${result.joinCpuOverClaimCpu.toFixed(2)}, target ≤ 1)`);
+    console.log(`draw of ${drawn.entrants}: first ${drawn.admitted} places admitted ${drawn.admittedAfterMs} ms after beginAt (target ≤ ${TARGET_DRAW_MS}), published after ${drawn.publishedAfterMs} ms`);
+    console.log(`stored ${result.stored} orders; stock left: database ${stats.dbStock}, Redis ${stats.redisStock}; verify: ${verdict.ok ? 'matches' : verdict.problems.join('; ')}`);
+  }
+  if (result.joinCpuOverClaimCpu > 1 || drawn.admittedAfterMs > TARGET_DRAW_MS || result.stored !== STOCK || !verdict.ok) process.exitCode = 1;
+} finally {
+  await pool.close();
+  for (const child of [worker, api]) {
+    if (!child || child.exitCode !== null) continue;
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+  const redis = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${name}:*`, 'COUNT', 1000);
+    cursor = nextCursor;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+  await dropDatabase(env.DATABASE_URL);
+}
