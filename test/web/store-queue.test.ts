@@ -1,5 +1,6 @@
 // The store page of a queue voucher in a real browser, against a real app with its workers: join
-// before the start, the place and the wait after the draw, the order once a unit comes back.
+// before the start, the place and the wait after the draw, the order once a unit comes back; and
+// the console's view of the queue.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
@@ -50,5 +51,14 @@ describe('the buyer page of a queue voucher', () => {
     assert.deepEqual(mine.map((o) => o.status), ['paid']);
     assert.equal(await page.textContent('#order-id'), mine[0]!.id);
     await page.close();
+
+    // The console shows the queue's size, its draw and how far admissions got.
+    const console_ = await browser.newPage();
+    await console_.goto(`${base}/console#voucher=${v.id}`);
+    await console_.fill('#token', await t.admin());
+    await console_.click('#sign-in-form button');
+    await console_.waitForSelector('[data-stat="queue"]:has-text("2 admitted (1 by the draw)")', { timeout: 10_000 });
+    assert.match((await console_.textContent('[data-stat="queue"]')) ?? '', /2 in the pre-queue · drawn /);
+    await console_.close();
   });
 });
