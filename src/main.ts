@@ -80,6 +80,7 @@ program
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
+  .option('--queue', 'a queued drop: buyers join a pre-queue drawn at the start, the first places are admitted, cancelled units go to the next places; verdict with the draw re-checked')
   .option('--keep', 'keep the service up after the verdict (Ctrl-C stops it), to look around in the console')
   .option('--port <port>', 'listen on this port (default: any free one)')
   .action((opts) => demo(config(), opts));
