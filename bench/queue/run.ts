@@ -1,7 +1,7 @@
 // Queue bench: BUYERS distinct buyers join the pre-queue of a STOCK-unit queue voucher, then the
 // draw at beginAt. In the same run the same number of distinct buyers claim a plain seckill
-// voucher first (every claim admitted), so a join's server CPU is compared with a claim's on the
-// same box, same process, same minute. See README.md.
+// voucher (every claim admitted), in turns of 10,000 each, so a join's server CPU is compared with
+// a claim's on the same box, same process, same minutes. See README.md.
 //   node --import tsx bench/queue/run.ts [--buyers 100000] [--stock 1000] [--connections 64] [--json]
 // The API runs as `seckill serve --no-worker` (the process measured) and the draw in a `seckill
 // worker` beside it; the load generator is this process. Needs Redis and MariaDB (or
@@ -34,6 +34,9 @@ const { values: v } = parseArgs({
 const BUYERS = Number(v.buyers);
 const STOCK = Number(v.stock);
 const CONNECTIONS = Number(v.connections);
+/** Requests of each kind per turn, and of the warm-up. */
+const TURN = 10_000;
+const WARMUP = 5_000;
 const DATABASE_SERVER = process.env.BENCH_DATABASE_SERVER ?? 'mysql://root@127.0.0.1:3306';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -78,10 +81,18 @@ async function call(method: 'GET' | 'POST', path: string, token?: string, body?:
   return { status: res.statusCode, json: text ? (JSON.parse(text) as Record<string, any>) : {} };
 }
 
-/** `count` requests from distinct buyers (tokens signed beforehand), CONNECTIONS at a time; the API's CPU per request. */
-async function drive(label: string, path: string, firstUser: number, count: number, apiPid: number) {
+interface Driven {
+  requests: number;
+  seconds: number;
+  cpuUs: number;
+  status: Record<number, number>;
+}
+
+const driven = (): Driven => ({ requests: 0, seconds: 0, cpuUs: 0, status: {} });
+
+/** `count` requests from distinct buyers (tokens signed beforehand), CONNECTIONS at a time, added to `into` with the API's CPU. */
+async function drive(into: Driven, path: string, firstUser: number, count: number, apiPid: number) {
   const tokens = Array.from({ length: count }, (_, i) => bearer(firstUser + i));
-  const status: Record<number, number> = {};
   let next = 0;
   const cpuBefore = processCpuUs(apiPid);
   const started = performance.now();
@@ -89,15 +100,16 @@ async function drive(label: string, path: string, firstUser: number, count: numb
     Array.from({ length: CONNECTIONS }, async () => {
       while (next < count) {
         const res = await call('POST', path, tokens[next++]);
-        status[res.status] = (status[res.status] ?? 0) + 1;
+        into.status[res.status] = (into.status[res.status] ?? 0) + 1;
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  const cpuUs = processCpuUs(apiPid) - cpuBefore;
-  note(`${label}: ${count} in ${seconds.toFixed(1)} s (${Math.round(count / seconds)}/s), API CPU ${(cpuUs / count).toFixed(1)} µs per request, answers ${JSON.stringify(status)}`);
-  return { requests: count, seconds, perSecond: count / seconds, cpuUsPerRequest: cpuUs / count, status };
+  into.seconds += (performance.now() - started) / 1000;
+  into.cpuUs += processCpuUs(apiPid) - cpuBefore;
+  into.requests += count;
 }
+
+const summaryOf = (d: Driven) => ({ requests: d.requests, seconds: d.seconds, perSecond: d.requests / d.seconds, cpuUsPerRequest: d.cpuUs / d.requests, status: d.status });
 
 async function waitFor<T>(what: string, check: () => Promise<T | null | false>, timeoutMs: number, everyMs = 10): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -118,25 +130,38 @@ try {
 
   // The claims: a seckill voucher with a unit for every claim, so each is a full admission.
   const plain = await call('POST', '/api/vouchers', admin, {
-    title: 'bench claims', kind: 'seckill', stock: BUYERS,
+    title: 'bench claims', kind: 'seckill', stock: BUYERS + WARMUP,
     beginAt: new Date(Date.now() - 60_000).toISOString(), endAt: new Date(Date.now() + 3_600_000).toISOString(),
   });
   if (plain.status !== 201) throw new Error(`voucher: ${plain.status} ${JSON.stringify(plain.json)}`);
-  const claims = await drive('claims', `/api/vouchers/${plain.json.id}/orders`, 10_000_000, BUYERS, api.pid!);
-  // The worker stores those orders before the draw, which it would otherwise share its CPU with.
-  await waitFor('the claims stored', async () => (await call('GET', `/api/vouchers/${plain.json.id}/stats`, admin)).json.inFlight === 0, 300_000, 500);
-
-  // The joins: the queue voucher's start far enough ahead for every join at the claims' rate, twice over.
-  const joinWindowMs = Math.max(15_000, Math.ceil((2 * BUYERS) / claims.perSecond) * 1000);
-  const beginAt = new Date(Date.now() + joinWindowMs + 3_000);
+  const claimPath = `/api/vouchers/${plain.json.id}/orders`;
+  // A warm-up (not counted) tells how fast this box answers: the pre-queue stays open twice as long as the load needs.
+  const warm = driven();
+  await drive(warm, claimPath, 30_000_000, WARMUP, api.pid!);
+  const beginAt = new Date(Date.now() + Math.max(15_000, Math.ceil((2.5 * 2 * BUYERS * warm.seconds) / WARMUP) * 1000));
   const queued = await call('POST', '/api/vouchers', admin, {
     title: 'bench queue', kind: 'seckill', stock: STOCK, queue: { opensAt: new Date().toISOString() },
     beginAt: beginAt.toISOString(), endAt: new Date(beginAt.getTime() + 3_600_000).toISOString(),
   });
   if (queued.status !== 201) throw new Error(`queue voucher: ${queued.status} ${JSON.stringify(queued.json)}`);
   const voucherId = queued.json.id as string;
-  const joins = await drive('joins', `/api/vouchers/${voucherId}/queue`, 20_000_000, BUYERS, api.pid!);
+
+  // Claims and joins in turns, so that both meet the same load from the rest of the box.
+  const claimed = driven();
+  const joined = driven();
+  for (let from = 0; from < BUYERS; from += TURN) {
+    const n = Math.min(TURN, BUYERS - from);
+    await drive(claimed, claimPath, 10_000_000 + from, n, api.pid!);
+    await drive(joined, `/api/vouchers/${voucherId}/queue`, 20_000_000 + from, n, api.pid!);
+  }
+  const claims = summaryOf(claimed);
+  const joins = summaryOf(joined);
+  for (const [label, d] of [['claims', claims], ['joins', joins]] as const) {
+    note(`${label}: ${d.requests} in ${d.seconds.toFixed(1)} s (${Math.round(d.perSecond)}/s), API CPU ${d.cpuUsPerRequest.toFixed(1)} µs per request, answers ${JSON.stringify(d.status)}`);
+  }
   if (Date.now() >= beginAt.getTime()) throw new Error('the joins outlasted the pre-queue');
+  // The worker stores the claimed orders before the draw, which it would otherwise share its CPU with.
+  await waitFor('the claims stored', async () => (await call('GET', `/api/vouchers/${plain.json.id}/stats`, admin)).json.inFlight === 0, 300_000, 500);
 
   // The draw: from beginAt to the first STOCK places admitted (the worker's report), and stored.
   note(`waiting ${Math.round((beginAt.getTime() - Date.now()) / 1000)} s for the start`);

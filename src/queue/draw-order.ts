@@ -39,14 +39,36 @@ export function ranker(seedHex: string): (userId: string) => string {
   };
 }
 
-/** The entrants in the order of the draw (place 1 first). */
-export function drawOrder(seedHex: string, userIds: readonly string[]): string[] {
+/** An entrant with its rank, and the rank's first 48 bits as a number (compared first: fast). */
+export interface Ranked {
+  userId: string;
+  rank: string;
+  head: number;
+}
+
+const byRank = (a: Ranked, b: Ranked) => a.head - b.head || (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0);
+
+/** The entrants ranked and sorted, place 1 first. */
+export function rankAll(seedHex: string, userIds: readonly string[]): Ranked[] {
   const rank = ranker(seedHex);
-  // Sorted by the rank's first 48 bits as a number (fast), the whole rank when those are equal.
   const ranked = userIds.map((userId) => {
     const r = rank(userId);
     return { userId, rank: r, head: parseInt(r.slice(0, 12), 16) };
   });
-  ranked.sort((a, b) => a.head - b.head || (a.rank < b.rank ? -1 : a.rank > b.rank ? 1 : 0));
-  return ranked.map((r) => r.userId);
+  return ranked.sort(byRank);
 }
+
+/** Two sorted rankings as one (the entrants ranked before the start, and the last ones). */
+export function mergeRanked(a: readonly Ranked[], b: readonly Ranked[]): Ranked[] {
+  const out: Ranked[] = new Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = byRank(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!;
+  while (i < a.length) out[k++] = a[i++]!;
+  while (j < b.length) out[k++] = b[j++]!;
+  return out;
+}
+
+/** The entrants in the order of the draw (place 1 first). */
+export const drawOrder = (seedHex: string, userIds: readonly string[]): string[] => rankAll(seedHex, userIds).map((r) => r.userId);

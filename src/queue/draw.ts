@@ -1,7 +1,8 @@
 // The draw of a queue voucher, at beginAt, by one runner (runner.ts holds the voucher's lock):
-//  1. wait for Redis time to reach beginAt, then close the pre-queue (frozen: later joins are
-//     arrivals, placed after the drawn ones);
-//  2. read the entrants (a bounded range at a time) and sort them by rank (draw-order.ts);
+//  1. a little before beginAt, read the entrants so far (a bounded range at a time) and rank them
+//     (draw-order.ts), which is most of the work, off the critical path;
+//  2. wait for Redis time to reach beginAt, close the pre-queue (frozen: later joins are
+//     arrivals, placed after the drawn ones), rank the entrants who joined since and merge;
 //  3. admit the first places (as many as there are units) through the admit script, as claims
 //     (same checks, payment timeout, per-user limit and durability), each with the
 //     Idempotency-Key "queue": a draw run again after a crash admits nobody twice;
@@ -19,7 +20,7 @@ import { type AdmitClaim, AdmitCode, type AdmissionScripts, MAX_ADMIT_BATCH } fr
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
-import { drawOrder } from './draw-order.js';
+import { mergeRanked, rankAll } from './draw-order.js';
 import { type Queue, type QueueVoucher, queueEvent, windowOf } from './queue.js';
 import type { QueueRepository } from './repository.js';
 
@@ -76,13 +77,30 @@ export function createDraw(deps: DrawDeps): Draw {
     }
   }
 
-  async function entrantsOf(v: QueueVoucher): Promise<string[]> {
-    const all: string[] = [];
-    for (let from = 0; ; from += CHUNK) {
-      const part = await redis.zrange(keys.queueEntrants(v.id), String(from), String(from + CHUNK - 1));
-      all.push(...part);
-      if (part.length < CHUNK) return all;
+  /** Entrants by join time from index `from` on, with the last join time read. */
+  async function entrantsFrom(v: QueueVoucher, from = 0): Promise<{ userIds: string[]; lastScore: string | null }> {
+    const userIds: string[] = [];
+    let lastScore: string | null = null;
+    for (let at = from; ; at += CHUNK) {
+      const part = await redis.zrange(keys.queueEntrants(v.id), String(at), String(at + CHUNK - 1), 'WITHSCORES');
+      for (let i = 0; i < part.length; i += 2) userIds.push(part[i]!);
+      if (part.length) lastScore = part[part.length - 1]!;
+      if (part.length < 2 * CHUNK) return { userIds, lastScore };
     }
+  }
+
+  /**
+   * The drawn order: the entrants ranked before the start (`early`) and those who joined since,
+   * read after the freeze. Join times only say which were read: a count that does not add up
+   * (a clock set back gave a late join an earlier time) means all are read and ranked again.
+   */
+  async function finalOrder(v: QueueVoucher, seed: string, early: { userIds: string[]; lastScore: string | null }, earlyRanked: ReturnType<typeof rankAll>) {
+    const known = new Set(early.userIds);
+    const since = early.lastScore === null ? [] : await redis.zrangebyscore(keys.queueEntrants(v.id), early.lastScore, '+inf');
+    const fresh = (early.lastScore === null ? (await entrantsFrom(v)).userIds : since).filter((u) => !known.has(u));
+    const total = await redis.zcard(keys.queueEntrants(v.id));
+    if (known.size + fresh.length !== total) return rankAll(seed, (await entrantsFrom(v)).userIds);
+    return mergeRanked(earlyRanked, rankAll(seed, fresh));
   }
 
   async function stockOf(v: QueueVoucher): Promise<number> {
@@ -167,13 +185,15 @@ export function createDraw(deps: DrawDeps): Draw {
     const row = await repository.draw(v.id);
     if (!row || row.drawnAt) return null;
     const beginMs = v.beginAt.getTime();
+    const early = await entrantsFrom(v);
+    const earlyRanked = rankAll(row.seed, [...new Set(early.userIds)]);
     await untilRedisTime(beginMs);
     const queueKey = keys.queue(v.id);
     await redis.hset(queueKey, 'frozen', 1);
     await redis.expireat(queueKey, windowOf(v).expireAtSeconds);
     const [placed, placedAdmitting, open, placedAt] = await redis.hmget(queueKey, 'placed', 'admitting', 'open', 'drawnAt');
 
-    const order = drawOrder(row.seed, await entrantsOf(v));
+    const order = (await finalOrder(v, row.seed, early, earlyRanked)).map((r) => r.userId);
     const sortedAfterMs = (await redisNow()) - beginMs;
     const admitting = placed === '1' ? Number(placedAdmitting) : Math.min(order.length, await stockOf(v));
     // The first places first: the buyers waiting for them are placed right after.

@@ -15,6 +15,8 @@ import type { OpenQueue, QueueRepository } from './repository.js';
 
 const POLL_MS = 1_000;
 const LOOKAHEAD_MS = 5_000;
+/** A draw starts this long before beginAt: it ranks the entrants so far, then waits for the start (draw.ts). */
+const DRAW_EARLY_MS = 2_000;
 /** Longer than a draw of 100,000 entrants; the lock is renewed while the draw runs. */
 const LOCK_MS = 30_000;
 
@@ -58,7 +60,7 @@ export class QueueRunner {
       return;
     }
     for (const q of open) {
-      if (!q.drawn) this.at(`draw:${q.voucherId}`, q.beginAt, q.voucherId, (v) => this.deps.draw(v).then((r) => r && this.deps.onDrawn?.(r)));
+      if (!q.drawn) this.at(`draw:${q.voucherId}`, new Date(q.beginAt.getTime() - DRAW_EARLY_MS), q.voucherId, (v) => this.deps.draw(v).then((r) => r && this.deps.onDrawn?.(r)));
       else if (q.endAt.getTime() <= Date.now() + LOOKAHEAD_MS) this.at(`close:${q.voucherId}`, q.endAt, q.voucherId, (v) => this.deps.closing.close(v));
     }
   }

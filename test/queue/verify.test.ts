@@ -20,11 +20,20 @@ describe('queue vouchers: seckill draw verify', () => {
     for (const id of ['1', '42', '1000001', '9223372036854775807']) assert.equal(rank(id), rankOf(seed, id));
   });
 
-  it('when a real draw is checked, then it matches; when one published entrant or the seed is altered, then it does not', async () => {
-    const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt: new Date(Date.now() + 2_000), stock: 7 });
+  it('when a real draw is checked (some entrants joined in its last seconds), then it matches; when one published entrant or the seed is altered, then it does not', async () => {
+    const beginAt = new Date(Date.now() + 3_500);
+    const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt, stock: 7 });
     const users = range(5_000, 300);
-    await Promise.all(users.map((u) => t.c.queue.join(BigInt(v.id), BigInt(u))));
+    const joinAll = (list: number[]) => Promise.all(list.map((u) => t.c.queue.join(BigInt(v.id), BigInt(u))));
+    await joinAll(users.slice(0, 250));
+    // The draw ranks the entrants so far 2 s before the start; these join after that, before the start.
+    await new Promise((r) => setTimeout(r, beginAt.getTime() - 700 - Date.now()));
+    await joinAll(users.slice(250, 299));
+    // One more with a join time from before the others (a clock set back): the draw must count it in too.
+    await t.c.redis.zadd(t.c.keys.queueEntrants(BigInt(v.id)), 1, String(users[299]));
+    assert.ok(Date.now() < beginAt.getTime(), 'every entrant joined before the start');
     const published = await waitFor('the draw published', async () => (await summary(t, v.id)).seed && summary(t, v.id));
+    assert.equal(published.entrants, users.length);
     assert.deepEqual(verifyDraw(await readPublishedDraw(publicGet(t), v.id)), { ok: true, problems: [] });
     const good = await verifyCli(v.id);
     assert.equal(good.code, 0, good.stdout + good.stderr);
