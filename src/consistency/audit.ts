@@ -13,7 +13,7 @@ import { segmentShards } from '../vouchers/segments.js';
 import { voucherFromRow } from '../vouchers/voucher.js';
 
 export interface Check {
-  id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I6';
+  id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I7';
   name: string;
   ok: boolean;
   /** What is wrong (first few offenders), empty when ok. */
@@ -76,7 +76,7 @@ async function redisConverges(deps: AuditDeps, voucherId: bigint, shards: number
 }
 
 /**
- * I6, queue vouchers: every order belongs to a place of the queue, no place was admitted twice,
+ * I7, queue vouchers: every order belongs to a place of the queue, no place was admitted twice,
  * and no place still waits ahead of one that was admitted (admissions followed the order).
  */
 async function queueOrderKept(deps: AuditDeps, voucherId: bigint, admittedUsers: string[]): Promise<string[]> {
@@ -151,7 +151,7 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
   if (stored.size !== orders.length) i5.push(`${orders.length - stored.size} duplicated order id(s)`);
   if (admitted && new Set(admitted).size !== admitted.length) i5.push('the same order id was admitted twice');
 
-  const i6 = voucher.queue_opens_at ? await queueOrderKept(deps, voucherId, [...orders.map((o) => o.user_id), ...pending.filter((o) => !stored.has(o.orderId)).map((o) => o.userId)]) : [];
+  const i7 = voucher.queue_opens_at ? await queueOrderKept(deps, voucherId, [...orders.map((o) => o.user_id), ...pending.filter((o) => !stored.has(o.orderId)).map((o) => o.userId)]) : [];
 
   const checks: Check[] = [
     { id: 'I1', name: 'no oversell', ok: i1.length === 0, problems: i1.slice(0, FIRST) },
@@ -159,7 +159,7 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
     { id: 'I3', name: 'nothing lost', ok: i3.length === 0, problems: i3.slice(0, FIRST) },
     { id: 'I4', name: 'Redis converges to the DB', ok: i4.length === 0, problems: i4.slice(0, FIRST) },
     { id: 'I5', name: 'no duplicates', ok: i5.length === 0, problems: i5.slice(0, FIRST) },
-    ...(voucher.queue_opens_at ? [{ id: 'I6' as const, name: 'admitted in queue order, each place once', ok: i6.length === 0, problems: i6.slice(0, FIRST) }] : []),
+    ...(voucher.queue_opens_at ? [{ id: 'I7' as const, name: 'admitted in queue order, each place once', ok: i7.length === 0, problems: i7.slice(0, FIRST) }] : []),
   ];
   return {
     ok: checks.every((c) => c.ok),

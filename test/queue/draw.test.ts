@@ -99,10 +99,10 @@ describe('queue vouchers: the draw', () => {
     // The audit: admissions followed the queue's order, each place once; a place put back ahead is caught.
     const audit = await t.c.audit(BigInt(v.id), { drained: true });
     assert.deepEqual(audit?.checks.filter((c) => !c.ok), []);
-    assert.equal(audit?.checks.find((c) => c.id === 'I6')?.ok, true);
+    assert.equal(audit?.checks.find((c) => c.id === 'I7')?.ok, true);
     const waiter = order[STOCK + 2]!;
     await t.c.redis.zadd(t.c.keys.waitlist(BigInt(v.id)), 2, waiter);
-    const caught = (await t.c.audit(BigInt(v.id)))?.checks.find((c) => c.id === 'I6');
+    const caught = (await t.c.audit(BigInt(v.id)))?.checks.find((c) => c.id === 'I7');
     assert.equal(caught?.ok, false);
     assert.match(caught!.problems[0]!, new RegExp(`place 2 \\(user ${waiter}\\) still waits`));
   });
