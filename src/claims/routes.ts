@@ -81,6 +81,7 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
       const voucher = await directory.get(BigInt(request.params.id));
       if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${request.params.id} not found`);
       const userId = principalOf(request).userId;
+      if (voucher.queue) throw new AppError('QUEUE_REQUIRED', `voucher ${voucher.id} is sold through its queue: POST /api/vouchers/${voucher.id}/queue`);
       if (voucher.claimToken) claimTokens.check(request.headers['claim-token'], voucher.id, userId);
       const claim = {
         voucher,
