@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
-import { type App, ErrorBody, IdParams } from '../http.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import type { Queue } from './queue.js';
 import type { QueueRepository } from './repository.js';
 
@@ -58,7 +58,10 @@ export function registerQueueRoutes(app: App, { guards, queue, repository }: Que
           'Before the start: the pre-queue, shuffled by the draw at beginAt (position null until then). ' +
           'After it: appended in arrival order. 409 NOT_STARTED before queue.opensAt, ENDED after endAt, SOLD_OUT once the queue closed.',
         params: IdParams,
-        response: { 202: Standing, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: {
+          202: Standing,
+          ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.user, 404: 'VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue (claim it directly)', 409: 'NOT_STARTED: the queue opens later (opensAt); ENDED: the sale ended; SOLD_OUT: the queue is closed, no unit can come back' }),
+        },
       },
     },
     async (request, reply) => reply.code(202).send(await queue.join(BigInt(request.params.id), principalOf(request).userId)),
@@ -72,7 +75,10 @@ export function registerQueueRoutes(app: App, { guards, queue, repository }: Que
         tags: ['queue'],
         summary: 'Your place in the queue (404 NOT_IN_QUEUE when you never joined)',
         params: IdParams,
-        response: { 200: Standing, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: {
+          200: Standing,
+          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, 404: 'NOT_IN_QUEUE: you never joined this queue; VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue' }),
+        },
       },
     },
     async (request) => queue.me(BigInt(request.params.id), principalOf(request).userId),
@@ -84,8 +90,9 @@ export function registerQueueRoutes(app: App, { guards, queue, repository }: Que
       schema: {
         tags: ['queue'],
         summary: 'The queue as anyone sees it: the commitment, then the seed, and how many entered, were admitted and closed',
+        security: [],
         params: IdParams,
-        response: { 200: Summary, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: { 200: Summary, ...apiErrorAnswers({ ...ANSWER.badInput, 404: 'VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue (claim it directly)' }) },
       },
     },
     async (request) => queue.summary(BigInt(request.params.id)),
@@ -97,9 +104,10 @@ export function registerQueueRoutes(app: App, { guards, queue, repository }: Que
       schema: {
         tags: ['queue'],
         summary: 'The drawn entrants by place, once the draw is published (empty before); page with ?after=<last place>',
+        security: [],
         params: IdParams,
         querystring: EntrantsQuery,
-        response: { 200: Entrants, '4xx': ErrorBody, '5xx': ErrorBody },
+        response: { 200: Entrants, ...apiErrorAnswers({ ...ANSWER.badInput, 404: 'VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue (claim it directly)' }) },
       },
     },
     async (request) => {
