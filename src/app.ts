@@ -24,6 +24,7 @@ import { type ClaimRouteDeps, registerClaimRoutes } from './claims/routes.js';
 import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
+import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
 import { registerWebRoutes } from './web/routes.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -46,6 +47,7 @@ export interface AppDeps {
   orders: Omit<OrderRouteDeps, 'guards'>;
   lifecycle: Omit<LifecycleRouteDeps, 'guards'>;
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
+  queue: Omit<QueueRouteDeps, 'guards'>;
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
 }
 
@@ -220,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   registerOrderRoutes(app, { guards: deps.guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards: deps.guards, ...deps.lifecycle });
   registerWaitlistRoutes(app, { guards: deps.guards, ...deps.waitlist });
+  registerQueueRoutes(app, { guards: deps.guards, ...deps.queue });
   registerConsistencyRoutes(app, { guards: deps.guards, metrics: deps.metrics, ...deps.consistency });
   registerWebRoutes(app);
   return app;

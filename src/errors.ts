@@ -17,6 +17,12 @@ export const ErrorCode = {
   ORDER_PAID: 409,
   ORDER_FAILED: 409,
   NOT_WAITLISTED: 404,
+  /** A queue voucher takes no claims: join its queue (POST /api/vouchers/:id/queue). */
+  QUEUE_REQUIRED: 409,
+  /** GET /api/vouchers/:id/queue/me by a buyer who never joined. */
+  NOT_IN_QUEUE: 404,
+  /** The queue routes of a voucher created without `queue`. */
+  QUEUE_NOT_OFFERED: 404,
   /** limited: another claim of the same user on the same voucher holds the lock. */
   CLAIM_IN_PROGRESS: 409,
   /** limited: the per-user lock expired before the claim committed; nothing was taken. */

@@ -4,6 +4,7 @@ import { ConfigError, configurationDoc, loadConfig, redactedConfig } from './con
 import { audit } from './cli/audit.js';
 import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
+import { drawVerify } from './cli/draw.js';
 import { migrate } from './cli/migrate.js';
 import { reconcile } from './cli/reconcile.js';
 import { serve } from './cli/serve.js';
@@ -79,6 +80,7 @@ program
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
+  .option('--queue', 'a queued drop: buyers join a pre-queue drawn at the start, the first places are admitted, cancelled units go to the next places; verdict with the draw re-checked')
   .option('--keep', 'keep the service up after the verdict (Ctrl-C stops it), to look around in the console')
   .option('--port <port>', 'listen on this port (default: any free one)')
   .action((opts) => demo(config(), opts));
@@ -96,6 +98,15 @@ program
   .option('--voucher <id>', 'only this voucher')
   .option('--json', 'machine-readable report')
   .action((opts) => reconcile(config(), opts));
+
+program
+  .command('draw')
+  .description("queue vouchers' draws")
+  .command('verify <voucherId>')
+  .description('recompute the draw from what the API published (seed, commitment, entrants) and compare (exit 1 when it does not match)')
+  .option('--url <url>', 'base URL of the API (default: http://HOST:PORT)')
+  .option('--json', 'machine-readable verdict')
+  .action((voucherId: string, opts) => drawVerify(config(), voucherId, opts));
 
 program
   .command('config')

@@ -36,6 +36,12 @@ export interface Metrics {
   watchOpenStreams(probe: () => number): void;
   /** How late each expired order was expired (expired at − due at, database time), in seconds. */
   expiryLateness: Histogram;
+  /** Joins of queue vouchers' queues answered with a place. */
+  queueJoins: Counter;
+  /** Places admitted from queues: by the draw (`draw`) or later, as units came back (`promoted`). */
+  queueAdmissions: Counter<'by'>;
+  /** Seconds from beginAt to a draw's first places admitted. */
+  queueDrawSeconds: Histogram;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -50,6 +56,26 @@ export function createMetrics(): Metrics {
     ...consistencyMetrics(registry),
     ...eventMetrics(registry),
     ...streamMetrics(registry),
+    ...queueMetrics(registry),
+  };
+}
+
+/** Queue vouchers: joins, admissions from the queues, and how long after the start a draw admitted. */
+function queueMetrics(registry: Registry): Pick<Metrics, 'queueJoins' | 'queueAdmissions' | 'queueDrawSeconds'> {
+  return {
+    queueJoins: new Counter({ name: 'seckill_queue_joins_total', help: "Joins of queue vouchers' queues answered with a place (a buyer joining again included).", registers: [registry] }),
+    queueAdmissions: new Counter({
+      name: 'seckill_queue_admissions_total',
+      help: 'Places admitted from queues: by the draw (the first places) or promoted later, as units came back.',
+      labelNames: ['by'],
+      registers: [registry],
+    }),
+    queueDrawSeconds: new Histogram({
+      name: 'seckill_queue_draw_seconds',
+      help: "Seconds from a queue voucher's beginAt to its draw's first places admitted (target: within 2 s).",
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+      registers: [registry],
+    }),
   };
 }
 

@@ -67,7 +67,8 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
             403: 'CLAIM_TOKEN_REQUIRED · CLAIM_TOKEN_EXPIRED · CLAIM_TOKEN_INVALID: the voucher takes claims with a valid Claim-Token of yours only',
             409:
               'NOT_STARTED · ENDED: outside the sale window; SOLD_OUT (the body also has `waitlisted`: true when you are on the waitlist); ' +
-              'LIMIT_EXCEEDED: you would hold more than perUserLimit units; CLAIM_IN_PROGRESS (limited): another claim of yours holds the lock, retry',
+              'LIMIT_EXCEEDED: you would hold more than perUserLimit units; CLAIM_IN_PROGRESS (limited): another claim of yours holds the lock, retry; ' +
+              'QUEUE_REQUIRED: a queue voucher is sold through its queue (POST /api/vouchers/:id/queue)',
             422: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used with another quantity',
             429: 'RATE_LIMITED: a token bucket (the voucher\'s, or yours for this voucher) or the per-address limit is empty; see Retry-After',
             503:
@@ -81,6 +82,7 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
       const voucher = await directory.get(BigInt(request.params.id));
       if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${request.params.id} not found`);
       const userId = principalOf(request).userId;
+      if (voucher.queue) throw new AppError('QUEUE_REQUIRED', `voucher ${voucher.id} is sold through its queue: POST /api/vouchers/${voucher.id}/queue`);
       if (voucher.claimToken) claimTokens.check(request.headers['claim-token'], voucher.id, userId);
       const claim = {
         voucher,

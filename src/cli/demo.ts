@@ -16,6 +16,7 @@ import { int } from '../loadgen/format.js';
 import { runText } from '../loadgen/text-report.js';
 import { count } from './bench.js';
 import { createLogger } from '../logger.js';
+import { demoQueue } from './demo-queue.js';
 
 export interface DemoOptions {
   big?: boolean;
@@ -25,6 +26,8 @@ export interface DemoOptions {
   keep?: boolean;
   /** Listen on this port (default: any free one). */
   port?: string;
+  /** A queued drop instead (demo-queue.ts). */
+  queue?: boolean;
 }
 
 const CONNECTIONS = 256;
@@ -32,7 +35,7 @@ const DATABASE_NAMES = { mysql: 'MariaDB', postgres: 'PostgreSQL' } as const;
 const FIRST_BUYER = 1_000_001n;
 
 /** The demo keeps its own database and key prefix so it never touches real data. */
-function demoConfig(config: Config): Config {
+export function demoConfig(config: Config): Config {
   const url = new URL(config.databaseUrl);
   url.pathname = `${url.pathname.slice(1)}_demo`;
   return { ...config, databaseUrl: url.toString(), redisPrefix: `${config.redisPrefix}-demo`, port: 0, logLevel: 'warn' };
@@ -62,6 +65,7 @@ function untilStopped(): Promise<NodeJS.Signals> {
 export async function demo(baseConfig: Config, options: DemoOptions): Promise<void> {
   const stock = options.stock === undefined ? (options.big ? 10_000 : 100) : count('stock', options.stock, 1);
   const buyers = options.buyers === undefined ? (options.big ? 100_000 : 1_000) : count('buyers', options.buyers, 1);
+  if (options.queue) return demoQueue(baseConfig, { stock, buyers });
   // Long enough for the sale to end before the first unpaid order expires.
   const paymentTimeoutSeconds = options.big ? 60 : 5;
   const config = demoConfig(baseConfig);

@@ -81,10 +81,11 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       streamSlots,
     },
     lifecycle: {
-      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }),
+      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox, onPaid: (order) => core.queueClosing.afterPaid(BigInt(order.voucherId)) }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
+    queue: { queue: core.queue, repository: core.queueRepository },
     consistency: {
       voucherStats: voucherStatsUseCase({ db, redis, keys }),
       reconcileVoucher: (id) => reconciler.reconcileVoucher(id),

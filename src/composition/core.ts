@@ -25,6 +25,9 @@ import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/direc
 import { createVoucherRedisState, type VoucherRedisState } from '../vouchers/redis-state.js';
 import { createVoucherRepository, type VoucherRepository } from '../vouchers/repository.js';
 import { createSegmentMoves, type SegmentMoves } from '../vouchers/segment-moves.js';
+import { createQueueClosing, type QueueClosing } from '../queue/closing.js';
+import { createQueue, type Queue } from '../queue/queue.js';
+import { createQueueRepository, type QueueRepository } from '../queue/repository.js';
 import { Closer } from './closer.js';
 
 export interface Core {
@@ -50,6 +53,10 @@ export interface Core {
   moves: SegmentMoves;
   releaseRelay: ReleaseRelay;
   releases: Releases;
+  /** Queue vouchers' queues: joins, places, promotions (queue/). */
+  queue: Queue;
+  queueRepository: QueueRepository;
+  queueClosing: QueueClosing;
   reconciler: Reconciler;
   /** Verifies voucher state against the database after a Redis master change (admissions wait for it). */
   verifier: VoucherVerifier;
@@ -111,7 +118,20 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
     const moves = createSegmentMoves({ redis, keys, scripts, ids });
     const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
-    const releaseRelay = createReleaseRelay({ db, keys, scripts, ids, directory, redisState, moves, pubsub });
+    const queueRepository = createQueueRepository(db);
+    const queue = createQueue({
+      redis, keys, scripts, directory, redisState, pubsub, ids,
+      onJoin: () => metrics.queueJoins.inc(),
+      onAdmitted: (n) => metrics.queueAdmissions.inc({ by: 'promoted' }, n),
+    });
+    const queueClosing = createQueueClosing({ redis, keys, repository: queueRepository, directory, pubsub, log });
+    const releaseRelay = createReleaseRelay({
+      db, keys, scripts, ids, directory, redisState, moves, pubsub,
+      onQueuePromotions: async (voucher, promotions) => {
+        metrics.queueAdmissions.inc({ by: 'promoted' }, promotions.length);
+        await queue.announceAdmitted(voucher, promotions);
+      },
+    });
     const releases = createReleases({
       db, releaseRelay, pubsub, log, eventOutbox,
       expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
@@ -127,6 +147,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
     return {
       config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay, releases, reconciler, verifier,
+      queue, queueRepository, queueClosing,
       ids,
       audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
       closer,

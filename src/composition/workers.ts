@@ -11,6 +11,9 @@ import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
 import { OrderPipeline } from '../pipeline/consumer.js';
 import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js';
+import { durableAdmitMany } from '../claims/durability.js';
+import { createDraw } from '../queue/draw.js';
+import { QueueRunner } from '../queue/runner.js';
 import type { Core } from './core.js';
 
 export interface Workers {
@@ -20,9 +23,11 @@ export interface Workers {
   startExpiry(): ExpiryWorker;
   /** Starts scheduled reconciliation (RECONCILE_INTERVAL_MS; one runner across processes). */
   startReconcile(): Promise<ReconcileSchedule | null>;
+  /** Starts the queue runner: each queue voucher's draw at its beginAt, its closing at its endAt (one runner across processes). */
+  startQueue(): Promise<QueueRunner>;
   /** Starts the relay of order events to RabbitMQ in this process (null: EVENTS_AMQP_URL is not set). */
   startEventRelay(): Promise<EventRelay | null>;
-  /** Everything a worker runs: the pipeline, the payment timer, scheduled reconciliation and the event relay. */
+  /** Everything a worker runs: the pipeline, the payment timer, scheduled reconciliation, the queue runner and the event relay. */
   startWorkers(): Promise<void>;
 }
 
@@ -93,6 +98,24 @@ export function createWorkers(core: Core): Workers {
   });
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
 
+  const startQueue = once('queue runner', async () => {
+    // The draw's admissions keep ADMIT_DURABILITY's promise, as claims do.
+    const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => closer.add(name, close) });
+    const draw = createDraw({
+      redis, keys, scripts, admitMany, pubsub, ids: core.ids,
+      repository: core.queueRepository, redisState: core.redisState, verifier: core.verifier, queue: core.queue,
+    });
+    return QueueRunner.start({
+      redis, keys, log, draw,
+      repository: core.queueRepository, directory: core.directory, closing: core.queueClosing,
+      onDrawn: (report) => {
+        metrics.queueAdmissions.inc({ by: 'draw' }, report.admitted);
+        metrics.queueDrawSeconds.observe(report.admittedAfterMs / 1000);
+        log.info(report, 'queue drawn');
+      },
+    });
+  });
+
   const startRelay = once('order-event relay', async () => {
     const confirmTimeoutMs = config.eventsConfirmTimeoutMs ?? derivedConfirmTimeoutMs(config.eventsBatch);
     const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log, confirmTimeoutMs });
@@ -117,6 +140,7 @@ export function createWorkers(core: Core): Workers {
     startExpiry,
     startReconcile,
     startEventRelay,
+    startQueue,
     async startWorkers() {
       // The event relay first, so it closes last (the closer is LIFO): the events of the batches
       // the pipeline, the timer and the release relay finish while closing still leave.
@@ -124,6 +148,7 @@ export function createWorkers(core: Core): Workers {
       await startPipeline();
       startExpiry();
       await startReconcile();
+      await startQueue();
     },
   };
 }

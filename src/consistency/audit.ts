@@ -13,7 +13,7 @@ import { segmentShards } from '../vouchers/segments.js';
 import { voucherFromRow } from '../vouchers/voucher.js';
 
 export interface Check {
-  id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5';
+  id: 'I1' | 'I2' | 'I3' | 'I4' | 'I5' | 'I7';
   name: string;
   ok: boolean;
   /** What is wrong (first few offenders), empty when ok. */
@@ -75,6 +75,27 @@ async function redisConverges(deps: AuditDeps, voucherId: bigint, shards: number
   return problems;
 }
 
+/**
+ * I7, queue vouchers: every order belongs to a place of the queue, no place was admitted twice,
+ * and no place still waits ahead of one that was admitted (admissions followed the order).
+ */
+async function queueOrderKept(deps: AuditDeps, voucherId: bigint, admittedUsers: string[]): Promise<string[]> {
+  const { redis, keys } = deps;
+  const [places, head] = await Promise.all([redis.hgetall(keys.queuePlaces(voucherId)), redis.zrange(keys.waitlist(voucherId), '0', '0', 'WITHSCORES')]);
+  const problems: string[] = [];
+  const times = new Map<string, number>();
+  for (const user of admittedUsers) times.set(user, (times.get(user) ?? 0) + 1);
+  let last: { user: string; place: number } | null = null;
+  for (const [user, n] of times) {
+    const place = places[user];
+    if (place === undefined) problems.push(`user ${user} has an order but no place in the queue`);
+    else if (!last || Number(place) > last.place) last = { user, place: Number(place) };
+    if (n > 1) problems.push(`the place of user ${user} was admitted ${n} times`);
+  }
+  if (last && head.length === 2 && Number(head[1]) < last.place) problems.push(`place ${head[1]} (user ${head[0]}) still waits, place ${last.place} (user ${last.user}) was admitted`);
+  return problems;
+}
+
 export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitted, drained = false }: AuditOptions = {}): Promise<VoucherAudit | null> {
   const { db, redis, keys, inflight } = deps;
   const id = voucherId.toString();
@@ -130,12 +151,15 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
   if (stored.size !== orders.length) i5.push(`${orders.length - stored.size} duplicated order id(s)`);
   if (admitted && new Set(admitted).size !== admitted.length) i5.push('the same order id was admitted twice');
 
+  const i7 = voucher.queue_opens_at ? await queueOrderKept(deps, voucherId, [...orders.map((o) => o.user_id), ...pending.filter((o) => !stored.has(o.orderId)).map((o) => o.userId)]) : [];
+
   const checks: Check[] = [
     { id: 'I1', name: 'no oversell', ok: i1.length === 0, problems: i1.slice(0, FIRST) },
     { id: 'I2', name: 'per-user limit', ok: i2.length === 0, problems: i2.slice(0, FIRST) },
     { id: 'I3', name: 'nothing lost', ok: i3.length === 0, problems: i3.slice(0, FIRST) },
     { id: 'I4', name: 'Redis converges to the DB', ok: i4.length === 0, problems: i4.slice(0, FIRST) },
     { id: 'I5', name: 'no duplicates', ok: i5.length === 0, problems: i5.slice(0, FIRST) },
+    ...(voucher.queue_opens_at ? [{ id: 'I7' as const, name: 'admitted in queue order, each place once', ok: i7.length === 0, problems: i7.slice(0, FIRST) }] : []),
   ];
   return {
     ok: checks.every((c) => c.ok),

@@ -37,9 +37,11 @@ export interface OrderActionDeps {
   pubsub: OrderPubSub;
   /** The order-event outbox: the `paid` event commits with the payment. */
   eventOutbox?: EventOutbox;
+  /** After a payment committed, before the answer (a queue voucher closes its queue once every unit is paid). */
+  onPaid?(order: OrderView): Promise<void>;
 }
 
-export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox }: OrderActionDeps) {
+export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox, onPaid }: OrderActionDeps) {
   const { now } = dialectOf(db);
   /**
    * The payment, its count and its `paid` event in one transaction. One conditional update decides
@@ -71,6 +73,7 @@ export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventO
     const order = await getOrder(asOwner(caller), orderId);
     if (paidNow) {
       await events.publish([{ type: 'paid', status: 'paid', orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
+      await onPaid?.(order);
       return order;
     }
     if (order.status === 'paid') return order;

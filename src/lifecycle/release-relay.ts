@@ -6,13 +6,15 @@
 // SKIP LOCKED, so any worker can finish what a dead one left. Given-back units first go to the
 // voucher's waitlist (on a segmented voucher: the buyer's segment's, then the other segments').
 // A promoted order's `promoted` event is not written here but by the pipeline with its `stored`
-// one (its stream entry is marked): this transaction may roll back after Redis admitted it.
+// one (its stream entry is marked): this transaction may roll back after Redis admitted it. On a
+// queue voucher the waitlist is the queue's waiting places: its promotions admit the next places.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
+import type { Voucher } from '../vouchers/voucher.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
@@ -30,6 +32,8 @@ export interface ReleaseRelayDeps {
   moves: SegmentMoves;
   keys: KeySpace;
   pubsub: OrderPubSub;
+  /** Told of a queue voucher's promotions after they were published (its buyers' queue events). */
+  onQueuePromotions?(voucher: Voucher, promotions: Promotion[]): Promise<void>;
 }
 
 export interface ReleaseRelay {
@@ -47,8 +51,7 @@ interface OutboxRow {
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events } = deps;
-
+  const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.getStored(BigInt(row.voucher_id));
     if (!voucher) return [];
@@ -61,8 +64,9 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       userId: row.user_id,
       quantity: row.quantity,
       promotionIds: [] as bigint[],
+      queue: voucher.queue !== null,
     };
-    if (voucher.waitlist) {
+    if (voucher.waitlist || voucher.queue) {
       // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.
       const generator = await ids();
       input.promotionIds = Array.from({ length: row.quantity }, () => generator.next());
@@ -77,6 +81,15 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
     // Also after "given back before": a hand-off that failed last time (and rolled the row back) is done now.
     const promotions = [...(result.kind === 'restocked' ? result.promotions : []), ...(await moves.handOff(voucher, shard))];
     return promotions.map((p) => ({ ...p, voucherId: row.voucher_id }));
+  }
+
+  async function tellQueues(tell: NonNullable<ReleaseRelayDeps['onQueuePromotions']>, promotions: (Promotion & { voucherId: string })[]) {
+    const byVoucher = new Map<string, Promotion[]>();
+    for (const p of promotions) byVoucher.set(p.voucherId, [...(byVoucher.get(p.voucherId) ?? []), p]);
+    for (const [id, mine] of byVoucher) {
+      const voucher = await directory.getStored(BigInt(id));
+      if (voucher?.queue) await tell(voucher, mine);
+    }
   }
 
   async function relayBatch(): Promise<number> {
@@ -99,6 +112,7 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
         await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
       });
     await events.publish(promotions.map(promotedEvent));
+    if (onQueuePromotions) await tellQueues(onQueuePromotions, promotions);
     return rows.length;
   }
 

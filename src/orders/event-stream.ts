@@ -11,7 +11,7 @@ function orderEvents(pubsub: OrderPubSub, userId: bigint): SseFeed {
   const user = userId.toString();
   return {
     start: (send) =>
-      pubsub.subscribe(user, (event) => {
+      pubsub.subscribeUser(user, (event) => {
         if (event.userId === user) send(event.type, event);
       }),
   };

@@ -32,7 +32,27 @@ export interface OrderEvent {
   at: string;
 }
 
+/** A change of a buyer's place in a queue voucher's queue (queue/), on the same channel; never sent to RabbitMQ. */
+export interface QueueEvent {
+  type: 'queue';
+  voucherId: string;
+  userId: string;
+  state: 'prequeue' | 'waiting' | 'admitted' | 'closed';
+  position: number | null;
+  ahead: number | null;
+  etaSeconds: number | null;
+  orderId: string | null;
+  at: string;
+}
+
+/** What a buyer's event stream carries. */
+export type UserEvent = OrderEvent | QueueEvent;
+
+/** Distributes Omit over the union (Omit of a union keeps only the common keys). */
+export type Unpublished<E> = E extends unknown ? Omit<E, 'at'> : never;
+
 export type OrderEventListener = (event: OrderEvent) => void;
+export type UserEventListener = (event: UserEvent) => void;
 
 const PRESENCE_TTL_MS = 6_000;
 const LOOK_EVERY_MS = 500;
@@ -41,9 +61,11 @@ export interface OrderPubSub {
   /** Whether any process has listeners now (cached); publishing is skipped otherwise. */
   wanted(): boolean;
   /** Publishes a batch of events in one message, if wanted; never throws (events are best effort). */
-  publish(events: Omit<OrderEvent, 'at'>[]): Promise<void>;
-  /** Calls `listener` for each event of `userId` until the returned function is called. */
+  publish(events: Unpublished<UserEvent>[]): Promise<void>;
+  /** Calls `listener` for each order event of `userId` until the returned function is called. */
   subscribe(userId: string, listener: OrderEventListener): Promise<() => void>;
+  /** The same for every event of `userId`, queue events included (the buyer's event stream). */
+  subscribeUser(userId: string, listener: UserEventListener): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -59,7 +81,7 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
   const pubSub = pubSubOf(redis);
   const presence = `${channel}:listening`;
   const self = randomUUID();
-  const listeners = new Map<string, Set<OrderEventListener>>();
+  const listeners = new Map<string, Set<UserEventListener>>();
   let heartbeat: NodeJS.Timeout | null = null;
   let othersListening = true; // until the first look says otherwise
   let lookedAt = -Infinity;
@@ -92,9 +114,9 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
   }
 
   function dispatch(message: string) {
-    let events: OrderEvent[];
+    let events: UserEvent[];
     try {
-      events = JSON.parse(message) as OrderEvent[];
+      events = JSON.parse(message) as UserEvent[];
     } catch {
       return;
     }
@@ -107,6 +129,25 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
         }
       }
     }
+  }
+
+  async function subscribeUser(userId: string, listener: UserEventListener): Promise<() => void> {
+    let set = listeners.get(userId);
+    if (!set) listeners.set(userId, (set = new Set()));
+    set.add(listener);
+    const unsubscribe = () => {
+      set.delete(listener);
+      if (set.size === 0 && listeners.get(userId) === set) listeners.delete(userId);
+      if (listeners.size === 0) stopListening();
+    };
+    try {
+      await subscriber.subscribe();
+      await startListening();
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    return unsubscribe;
   }
 
   // One subscriber connection per process, opened by the first listener.
@@ -123,24 +164,11 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
         log.warn({ err, events: events.length }, 'order events not published');
       }
     },
-    async subscribe(userId, listener) {
-      let set = listeners.get(userId);
-      if (!set) listeners.set(userId, (set = new Set()));
-      set.add(listener);
-      const unsubscribe = () => {
-        set.delete(listener);
-        if (set.size === 0 && listeners.get(userId) === set) listeners.delete(userId);
-        if (listeners.size === 0) stopListening();
-      };
-      try {
-        await subscriber.subscribe();
-        await startListening();
-      } catch (err) {
-        unsubscribe();
-        throw err;
-      }
-      return unsubscribe;
-    },
+    subscribe: (userId, listener) =>
+      subscribeUser(userId, (event) => {
+        if (event.type !== 'queue') listener(event);
+      }),
+    subscribeUser,
     async close() {
       listeners.clear();
       stopListening();

@@ -8,6 +8,7 @@ import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 import { kindOf, VOUCHER_KINDS } from './kinds.js';
+import { commitmentOf, newSeed } from '../queue/draw-order.js';
 import type { SegmentPlacer } from './segments.js';
 
 export interface CreateVoucherInput {
@@ -22,6 +23,8 @@ export interface CreateVoucherInput {
   claimToken?: boolean;
   /** Stock segments (segments.ts), seckill only; 1 by default. */
   segments?: number;
+  /** A pre-queue opening at `opensAt`, drawn at beginAt (queue/), seckill only. */
+  queue?: { opensAt: string };
 }
 
 export interface CreateVoucherDeps {
@@ -40,6 +43,21 @@ function parseTime(field: string, text: string): Date {
   return new Date(ms);
 }
 
+/**
+ * A queue voucher's options, checked, with the draw's seed drawn now: only its hash is published
+ * before the draw, so the seed was fixed before anyone joined.
+ */
+function queueOf(input: CreateVoucherInput, opensAt: Date, beginAt: Date, segments: number) {
+  if (input.kind !== 'seckill') throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher cannot have a queue: queue is for seckill vouchers`);
+  if (opensAt >= beginAt) throw new AppError('INVALID_REQUEST', 'queue.opensAt must be before beginAt');
+  // The queue's waiting places are the voucher's waitlist, in the order of the draw: one list.
+  if (input.waitlist) throw new AppError('INVALID_REQUEST', 'a queue voucher has no separate waitlist: its waiting places are the queue');
+  if (segments > 1) throw new AppError('INVALID_REQUEST', 'a queue voucher has one segment: its places are admitted in one order');
+  if (input.claimToken) throw new AppError('INVALID_REQUEST', 'a queue voucher takes no claims, so no claim tokens');
+  const seed = newSeed();
+  return { opensAt, seed, commitment: commitmentOf(seed) };
+}
+
 export function createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments, shards }: CreateVoucherDeps) {
   return async function createVoucher(input: CreateVoucherInput): Promise<Voucher> {
     const beginAt = parseTime('beginAt', input.beginAt);
@@ -51,6 +69,7 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory, pla
     const segments = input.segments ?? 1;
     if (segments > 1 && !VOUCHER_KINDS[input.kind].redisGated) throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher has one segment: segments is for seckill vouchers`);
     if (segments > shards) throw new AppError('INVALID_REQUEST', `segments must be at most ${shards} (SHARDS: each segment needs a shard of its own)`);
+    const queue = input.queue ? queueOf(input, parseTime('queue.opensAt', input.queue.opensAt), beginAt, segments) : null;
     const id = ids.next();
     const voucher: Voucher = {
       id,
@@ -65,8 +84,9 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory, pla
       waitlist: input.waitlist ?? false,
       claimToken: input.claimToken ?? false,
       segmentShards: await placeSegments(id, segments),
+      queue: queue && { opensAt: queue.opensAt, commitment: queue.commitment },
     };
-    await vouchers.insert(voucher);
+    await vouchers.insert(voucher, queue?.seed);
     // If this fails the voucher still exists; its first claim rebuilds the state from the database.
     if (kindOf(voucher).redisGated) await redisState.create(voucher);
     directory.remember(voucher);

@@ -57,7 +57,8 @@ export function createVoucherRedisState({ redis, keys, scripts, vouchers, inflig
     perUserLimit: v.perUserLimit,
     inflight: inflightOrders,
     expireAtSeconds: expireAtSeconds(v),
-    waitlistCap: kindOf(v).waitlist && v.waitlist ? waitlistMax : 0,
+    // A queue's waiting places are its waitlist (queue/): promoted like one, never enrolled by a claim.
+    waitlistCap: kindOf(v).waitlist && (v.waitlist || v.queue) ? waitlistMax : 0,
   });
 
   async function fill(key: string, entries: [string, number][]) {

@@ -11,7 +11,8 @@ export interface WarmSnapshot {
 }
 
 export interface VoucherRepository {
-  insert(v: Voucher): Promise<void>;
+  /** `queueSeed`: a queue voucher's secret seed (hex), stored with it in one transaction. */
+  insert(v: Voucher, queueSeed?: string): Promise<void>;
   findById(id: bigint): Promise<Voucher | null>;
   /** The voucher ids next to `id`: the highest below it and the lowest at or above it (null: none). */
   neighbours(id: bigint): Promise<{ below: bigint | null; atOrAbove: bigint | null }>;
@@ -22,8 +23,8 @@ export interface VoucherRepository {
 
 export function createVoucherRepository(db: Db): VoucherRepository {
   return {
-    async insert(v) {
-      await db
+    async insert(v, queueSeed) {
+      const row = db
         .insertInto('vouchers')
         .values({
           id: v.id,
@@ -38,8 +39,14 @@ export function createVoucherRepository(db: Db): VoucherRepository {
           waitlist: v.waitlist,
           claim_token: v.claimToken,
           segment_shards: v.segmentShards?.join(',') ?? null,
-        })
-        .execute();
+          queue_opens_at: v.queue?.opensAt ?? null,
+          queue_commitment: v.queue?.commitment ?? null,
+        });
+      if (queueSeed === undefined) return void (await row.execute());
+      await db.transaction().execute(async (trx) => {
+        await trx.executeQuery(row.compile());
+        await trx.insertInto('queue_draws').values({ voucher_id: v.id, seed: queueSeed }).execute();
+      });
     },
     async findById(id) {
       const row = await db.selectFrom('vouchers').selectAll().where('id', '=', id.toString()).executeTakeFirst();

@@ -22,6 +22,7 @@ const CreateVoucherBody = Type.Object(
     waitlist: Type.Optional(Type.Boolean()),
     claimToken: Type.Optional(Type.Boolean()),
     segments: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_SEGMENTS })),
+    queue: Type.Optional(Type.Object({ opensAt: DateTimeString }, { additionalProperties: false })),
   },
   { additionalProperties: false },
 );
@@ -39,6 +40,7 @@ const VoucherBody = Type.Object({
   waitlist: Type.Boolean(),
   claimToken: Type.Boolean(),
   segments: Type.Integer(),
+  queue: Type.Union([Type.Null(), Type.Object({ opensAt: Type.String() })]),
 });
 
 export const DEFAULT_VOUCHER_LIST_LIMIT = 50;

@@ -16,6 +16,14 @@ export interface Voucher {
   claimToken: boolean;
   /** The shards of its stock segments (segments.ts); null: one segment, on the id's shard. */
   segmentShards: number[] | null;
+  /** A queue voucher (queue/): buyers join a pre-queue, drawn into a random order at beginAt. */
+  queue: VoucherQueue | null;
+}
+
+export interface VoucherQueue {
+  opensAt: Date;
+  /** sha256 of the draw's secret seed, hex: published before anyone joins. */
+  commitment: string;
 }
 
 /** The `segment_shards` column ("3,9,14", or NULL for one segment). */
@@ -35,6 +43,7 @@ export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
     waitlist: Boolean(row.waitlist),
     claimToken: Boolean(row.claim_token),
     segmentShards: parseSegmentShards(row.segment_shards),
+    queue: row.queue_opens_at && row.queue_commitment ? { opensAt: row.queue_opens_at, commitment: row.queue_commitment } : null,
   };
 }
 
@@ -53,5 +62,6 @@ export function voucherJson(v: Voucher, available: number) {
     waitlist: v.waitlist,
     claimToken: v.claimToken,
     segments: v.segmentShards?.length ?? 1,
+    queue: v.queue ? { opensAt: v.queue.opensAt.toISOString() } : null,
   };
 }

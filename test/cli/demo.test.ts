@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { demoLinks } from '../../src/cli/demo.js';
 import { deleteKeys, REDIS_URL, uniqueName, DATABASE_SERVER } from '../support/helpers.js';
-import { startSeckill } from '../support/processes.js';
+import { runSeckill, startSeckill } from '../support/processes.js';
 
 /** The demo adds `_demo` / `-demo` to the database and prefix it is given: those are removed after the file. */
 function demoData(label: string): Record<string, string> {
@@ -40,5 +40,16 @@ describe('seckill demo', () => {
     const voucher = await fetch(`${url}/api/vouchers/${voucherId}`);
     assert.equal((await voucher.json()).stock, 5);
     assert.equal(await demo.stop('SIGINT'), 0, demo.lines.join('\n'));
+  });
+});
+
+describe('seckill demo --queue', () => {
+  it('runs a queued drop to its verdict: the draw admits the first places, cancelled units go to the next ones, the draw re-checks, exit 0', async () => {
+    const { code, stdout, stderr } = await runSeckill(['demo', '--queue', '--stock', '10', '--buyers', '60'], { env: demoData('demo-queue'), timeoutMs: 120_000 });
+    assert.equal(code, 0, stdout + stderr);
+    assert.match(stdout, /^drawn at .*: 10 first places admitted$/m);
+    assert.match(stdout, /^ok {3}I7 admitted in queue order, each place once$/m);
+    assert.match(stdout, /^ok {3}the draw re-checked from what was published$/m);
+    assert.match(stdout, /^PASS: every unit sold once, in the order of the draw/m);
   });
 });

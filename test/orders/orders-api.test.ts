@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { createEventStreams } from '../../src/orders/event-stream.js';
-import type { OrderEvent, OrderEventListener } from '../../src/orders/order-pubsub.js';
+import type { OrderEvent, UserEventListener } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { waitFor } from '../support/wait.js';
@@ -262,9 +262,9 @@ function event(user: number | bigint, orderId: string, type: OrderEvent['type'] 
 /** Wraps the container's real OrderPubSub.subscribe to count the subscriptions still open. */
 function countSubscriptions() {
   const events = t.c.pubsub;
-  const original = events.subscribe;
+  const original = events.subscribeUser;
   let active = 0;
-  events.subscribe = async (userId: string, listener: OrderEventListener) => {
+  events.subscribeUser = async (userId: string, listener: UserEventListener) => {
     const unsubscribe = await original.call(events, userId, listener);
     active++;
     let done = false;
@@ -278,7 +278,7 @@ function countSubscriptions() {
     get active() {
       return active;
     },
-    restore: () => void (events.subscribe = original),
+    restore: () => void (events.subscribeUser = original),
   };
 }
 

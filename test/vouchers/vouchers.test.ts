@@ -45,6 +45,7 @@ describe('creating vouchers', () => {
       waitlist: false,
       claimToken: false,
       segments: 1,
+      queue: null,
     });
     assert.equal((await redisView(t, v.id)).stock, 100);
     await claim(t, v.id, 5);

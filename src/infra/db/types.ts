@@ -25,6 +25,10 @@ export interface VouchersTable {
   version: Generated<string>;
   /** Shards of the stock segments ("3,9,14"), NULL for one segment on the id's shard. */
   segment_shards: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Queue vouchers: when the pre-queue opens; NULL for a voucher without a queue. */
+  queue_opens_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Queue vouchers: sha256 of the draw's seed (hex), public from creation. */
+  queue_commitment: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OrdersTable {
@@ -85,6 +89,27 @@ export interface OrderEventsTable {
   created_at: Generated<Date>;
 }
 
+/** A queue voucher's draw: the seed (secret until drawn_at is set), then what the draw did. */
+export interface QueueDrawsTable {
+  voucher_id: Id;
+  /** 32 random bytes, hex. */
+  seed: string;
+  /** Set when the draw is published (the seed with it); NULL before. */
+  drawn_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Entrants of the draw, and how many of the first places it admitted. */
+  entrants: ColumnType<number | null, number | null | undefined, number | null>;
+  admitted: ColumnType<number | null, number | null | undefined, number | null>;
+  /** When no place could be admitted any more (everything paid, or the sale ended). */
+  closed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** The drawn entrants of a queue voucher, by the place the draw gave them (1-based). */
+export interface QueueEntrantsTable {
+  voucher_id: Id;
+  position: number;
+  user_id: Id;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
@@ -92,4 +117,6 @@ export interface Database {
   release_outbox: ReleaseOutboxTable;
   order_events: OrderEventsTable;
   voucher_order_counts: VoucherOrderCountsTable;
+  queue_draws: QueueDrawsTable;
+  queue_entrants: QueueEntrantsTable;
 }

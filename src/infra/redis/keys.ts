@@ -50,10 +50,32 @@ export interface KeySpace {
   deadLetters(shard: number): string;
   /** Hash: orderId -> 1 for released units already given back to Redis (release relay, once only). */
   released(voucherId: bigint, shard?: number): string;
-  /** Sorted set: userId scored by enrolment time (µs), the segment's waitlist, FIFO. */
+  /**
+   * Sorted set: userId scored by enrolment time (µs), the segment's waitlist, FIFO. A queue
+   * voucher's waiting places, scored by place (restock-8.lua promotes them in that order).
+   */
   waitlist(voucherId: bigint, shard?: number): string;
   /** Hash: userId -> quantity the waiting user asked for. */
   waitlistQuantities(voucherId: bigint, shard?: number): string;
+  /**
+   * Hash of a queue voucher's queue (queue/): frozen (1 once the draw closed the pre-queue), n
+   * (entrants drawn), admitting (how many of the first places the draw admits), placed (1 once
+   * every place is written), open (1 once the draw's admissions are done: later units go to the
+   * next places), openedAt (ms), drawAdmitted, late (appended places so far), drawnAt (ms), seed
+   * (published), closed (places still waiting when it closed), closedAt (ms). Lives on the
+   * voucher's own shard, like every key of its queue.
+   */
+  queue(voucherId: bigint): string;
+  /** Sorted set: the pre-queue's entrants scored by when they joined (µs, Redis time). */
+  queueEntrants(voucherId: bigint): string;
+  /** Sorted set: buyers who joined after the pre-queue closed, scored 1, 2, … in arrival order. */
+  queueLate(voucherId: bigint): string;
+  /** Hash: userId -> place in the queue (1-based), every place the draw or an arrival gave. */
+  queuePlaces(voucherId: bigint): string;
+  /** Hash: userId -> orderId, the places admitted (by the draw or later, from the waitlist). */
+  queueAdmitted(voucherId: bigint, shard?: number): string;
+  /** Held while a queue's draw or closing runs (one runner across processes). */
+  queueLock(voucherId: bigint): string;
   /** Hash: moveId -> "toShard|units|ms", units this segment lent and the receiver may not have yet. */
   movesOut(voucherId: bigint, shard: number): string;
   /** Hash: moveId -> units, moves this segment received (each applied once). */
@@ -105,6 +127,12 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     released: (id, s) => `${v(id, s)}:released`,
     waitlist: (id, s) => `${v(id, s)}:wait`,
     waitlistQuantities: (id, s) => `${v(id, s)}:waitq`,
+    queue: (id) => `${v(id)}:q`,
+    queueEntrants: (id) => `${v(id)}:qj`,
+    queueLate: (id) => `${v(id)}:ql`,
+    queuePlaces: (id) => `${v(id)}:qp`,
+    queueAdmitted: (id, s) => `${v(id, s)}:qa`,
+    queueLock: (id) => `${v(id)}:qlock`,
     movesOut: (id, s) => `${v(id, s)}:out`,
     movesIn: (id, s) => `${v(id, s)}:in`,
     voucherBucket: (id, s) => `${v(id, s)}:tb`,

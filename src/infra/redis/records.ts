@@ -2,7 +2,7 @@
 // here and nowhere else:
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
 //   (orderId -> "voucherId|userId|quantity|createdMs|streamId[|p]"), by lib/admission.lua (admit-n.lua,
-//   restock-7.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
+//   restock-8.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
 // - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
 //   lib/admission.lua and requeue-2.lua.
 // The mark "|p" ends both for a waitlist promotion, so the pipeline writes its `promoted` event
@@ -18,7 +18,7 @@ export interface InflightOrder {
   streamId: string;
   /** The shard whose hash holds the record (and whose stream the entry): the order's segment. */
   shard: number;
-  /** Admitted from the waitlist (restock-7.lua), not by a claim. */
+  /** Admitted from the waitlist (restock-8.lua), not by a claim. */
   promoted: boolean;
 }
 

@@ -127,15 +127,18 @@ async function openVoucher(/** @type {string} */ id) {
   /** @type {Record<string, number[]>} */
   const history_ = { redisStock: [], claims: [], admissions: [], p99: [] };
   byId('live-status').textContent = 'connecting…';
+  /** A queue voucher's queue (the public GET /queue), read with each snapshot. @type {any} */
+  let queue = null;
   stopLive = openEvents(`/api/vouchers/${id}/live`, session.get() ?? '', {
-    onEvent(type, data) {
+    async onEvent(type, data) {
       if (type === 'snapshot') {
+        if (voucher.queue) queue = await api.get(`/api/vouchers/${id}/queue`).catch(() => queue);
         byId('live-status').textContent = `live · ${new Date(data.at).toLocaleTimeString()}`;
         push(history_.redisStock, data.stats.redisStock ?? data.stats.dbStock);
         push(history_.claims, Object.values(/** @type {Record<string, number>} */ (data.claimsPerSecond)).reduce((a, b) => a + b, 0));
         push(history_.admissions, data.admissionsPerSecond);
         push(history_.p99, data.claimLatencyMs?.p99 ?? 0);
-        renderLive(data, history_);
+        renderLive(data, history_, voucher.queue ? queueLine(voucher, queue) : null);
         if (data.audit) renderVerdict(data.audit);
       } else if (type === 'error') {
         byId('live-status').textContent = `the last snapshot failed: ${data.message}`;
@@ -154,8 +157,17 @@ function push(list, value) {
   if (list.length > HISTORY) list.shift();
 }
 
-/** @param {any} s @param {Record<string, number[]>} hist */
-function renderLive(s, hist) {
+/** A queue voucher's queue in one line: its size, the draw, and how far admissions got. @param {any} voucher @param {any} q */
+function queueLine(voucher, q) {
+  if (!q) return '…';
+  const size = `${q.entrants} in the pre-queue${q.appended ? `, ${q.appended} joined since the start` : ''}`;
+  const draw = q.seed ? `drawn ${new Date(q.drawnAt).toLocaleTimeString()}` : `draw at ${new Date(voucher.beginAt).toLocaleString()} (opened ${new Date(voucher.queue.opensAt).toLocaleString()})`;
+  const progress = `${q.admitted} admitted (${q.drawAdmitted} by the draw)${q.closed ? ` · closed, ${q.closed} still waiting` : ''}`;
+  return `${size} · ${draw} · ${progress}`;
+}
+
+/** @param {any} s @param {Record<string, number[]>} hist @param {string | null} [queue] */
+function renderLive(s, hist, queue = null) {
   const { stats } = s;
   const row = (/** @type {string} */ name, /** @type {any} */ value, /** @type {string} */ key, /** @type {Node | null} */ extra = null) =>
     h('tr', { 'data-stat': key }, h('th', null, name), h('td', null, value ?? '—'), h('td', null, extra));
@@ -169,7 +181,7 @@ function renderLive(s, hist) {
         row('Initial stock', stats.initialStock, 'initialStock'),
         row('In flight', stats.inFlight, 'inFlight'),
         row('Orders', Object.entries(stats.orders).map(([k, n]) => `${k} ${n}`).join(' · '), 'orders'),
-        row('Waitlist', stats.waitlist, 'waitlist'),
+        ...(queue === null ? [row('Waitlist', stats.waitlist, 'waitlist')] : [row('Queue', queue, 'queue'), row('Waiting places', stats.waitlist, 'waitlist')]),
         row('Dead letters', stats.deadLetters, 'deadLetters'),
         row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond', sparkline(hist.admissions ?? [], { label: 'admissions per second' })),
         row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond', sparkline(hist.claims ?? [], { label: 'claims per second' })),

@@ -1,7 +1,9 @@
 // An example buyer's page: the sale's phase and countdown, live units left, a buy button and the
 // order's way from `processing` to `pending_payment` to `paid`, pushed over the buyer's event
 // stream (GET /api/orders/events; a slow poll behind it, since the stream is at most once); the
-// waitlist position when sold out. One Idempotency-Key per purchase: every click until that order is settled sends the same
+// waitlist position when sold out. A queue voucher shows "Join the queue" instead of Buy: the
+// pre-queue before the start, then the place, how many wait ahead and the wait, and the order
+// once the place is admitted (queue events on the same stream, and a poll). One Idempotency-Key per purchase: every click until that order is settled sends the same
 // key, so a double click (or a retry after a timeout) is one order. An admitted order that the
 // service lost before storing it (Redis lost its data) is said to be lost, and may be claimed again.
 import { createApi } from './lib/api.js';
@@ -27,6 +29,14 @@ let orderTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undef
 /** Stops the buyer's event stream. */
 let stopEvents = () => {};
 let waitTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+let queueTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+
+const STANDING = {
+  prequeue: 'You are in the queue. Places are drawn at random when the sale starts: joining early or late makes no difference.',
+  waiting: 'You are waiting for your turn.',
+  admitted: 'Your turn: a unit is reserved for you.',
+  closed: 'The queue is closed: no unit is left for your place.',
+};
 
 function newKey() {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -56,6 +66,8 @@ async function refreshVoucher() {
     document.title = voucher.title;
     byId('units').textContent = String(voucher.available);
     byId('sale-message').textContent = '';
+    byId('queue').hidden = !voucher.queue;
+    byId('buy').hidden = Boolean(voucher.queue);
   } catch (err) {
     byId('sale-message').textContent = /** @type {any} */ (err).code === 'VOUCHER_NOT_FOUND' ? 'There is no such sale.' : `Cannot load the sale: ${/** @type {any} */ (err).message}`;
   }
@@ -103,12 +115,53 @@ async function followOrder(/** @type {string} */ id) {
   if (order && !FINAL.has(order.status)) orderTimer = setTimeout(() => followOrder(id), 3000);
 }
 
+/** A buyer's standing in the queue (queue/me, the join's answer or a queue event). @param {any} s */
+function showStanding(s) {
+  byId('join').hidden = true;
+  byId('queue-message').textContent = STANDING[/** @type {keyof typeof STANDING} */ (s.state)] ?? s.state;
+  byId('queue-place').hidden = s.position === null || s.state === 'admitted';
+  byId('queue-position').textContent = String(s.position ?? '');
+  byId('queue-ahead').textContent = String(s.ahead ?? '');
+  byId('queue-eta').textContent = s.etaSeconds === null ? 'not known yet' : `about ${countdown(s.etaSeconds * 1000)}`;
+  if (s.state === 'admitted' && s.orderId && (order?.id ?? order?.orderId) !== s.orderId) {
+    showOrder({ id: s.orderId, status: 'processing' });
+    void followOrder(s.orderId);
+  }
+}
+
+/** Polls the standing while it can change (the stream says when it does; ahead and the wait move on without events). */
+async function followQueue() {
+  clearTimeout(queueTimer);
+  try {
+    const s = await api.get(`/api/vouchers/${voucherId}/queue/me`);
+    showStanding(s);
+    if (s.state === 'prequeue' || s.state === 'waiting') queueTimer = setTimeout(followQueue, 2000);
+  } catch (err) {
+    if (/** @type {any} */ (err).status === 404) byId('join').hidden = false; // not in the queue yet
+  }
+}
+
+async function joinQueue() {
+  const message = byId('queue-message');
+  try {
+    showStanding(await api.post(`/api/vouchers/${voucherId}/queue`));
+    void followQueue();
+  } catch (err) {
+    const e = /** @type {any} */ (err);
+    if (e.code === 'NOT_STARTED') message.textContent = `The queue opens at ${new Date(voucher.queue.opensAt).toLocaleString()}.`;
+    else if (e.code === 'ENDED') message.textContent = 'The sale has ended.';
+    else if (e.code === 'SOLD_OUT') message.textContent = 'Sold out: the queue is closed.';
+    else message.textContent = `Not joined: ${e.message}`;
+  }
+}
+
 /** The buyer's order events: this sale's order moves on; a promotion from the waitlist appears. */
 function listen(/** @type {string} */ token) {
   stopEvents();
   stopEvents = openEvents('/api/orders/events', token, {
     onEvent(type, event) {
       if (event.voucherId !== voucherId) return;
+      if (type === 'queue') return showStanding(event);
       const current = order && (order.id ?? order.orderId);
       if (type === 'promoted' || event.orderId === current) {
         byId('waitlist').hidden = true;
@@ -179,6 +232,7 @@ async function signIn(/** @type {string} */ token) {
     signedIn();
     listen(token);
     if (orders[0] && !FINAL.has(orders[0].status)) void followOrder(orders[0].id);
+    if (voucher?.queue) void followQueue();
   } catch (err) {
     if (/** @type {any} */ (err).status !== 401) signOut(signInMessage(/** @type {any} */ (err), HINT));
   }
@@ -188,6 +242,7 @@ if (isId(voucherId)) {
   wireSignIn(signIn, () => signOut());
   byId('buy').addEventListener('click', () => void buy());
   byId('pay').addEventListener('click', () => void pay());
+  byId('join').addEventListener('click', () => void joinQueue());
 
   await refreshVoucher();
   renderPhase();

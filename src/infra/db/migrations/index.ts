@@ -6,6 +6,7 @@ import * as voucherSegments from './0004-voucher-segments.js';
 import * as orderEvents from './0005-order-events.js';
 import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
 import * as orderCounts from './0007-order-counts.js';
+import * as voucherQueues from './0008-voucher-queues.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005-order-events': orderEvents,
   '0006-idempotency-key-case': idempotencyKeyCase,
   '0007-order-counts': orderCounts,
+  '0008-voucher-queues': voucherQueues,
 };

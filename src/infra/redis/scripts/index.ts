@@ -6,13 +6,14 @@ import { type AdmissionScripts, admissionScripts } from './admission.js';
 import { commandOf, loadScripts } from './loader.js';
 import { type MoveScripts, moveScripts } from './moves.js';
 import { type PresenceScripts, presenceScripts } from './presence.js';
+import { type QueueScripts, queueScripts } from './queue.js';
 import { type ReconcileScripts, reconcileScripts } from './reconcile.js';
 import { type SettleScripts, settleScripts } from './settle.js';
 import { type VerificationScripts, verificationScripts } from './verification.js';
 import { type VoucherStateScripts, voucherStateScripts } from './voucher-state.js';
 import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
 
-export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts & VerificationScripts & PresenceScripts;
+export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts & VerificationScripts & PresenceScripts & QueueScripts;
 
 /**
  * Script commands whose callers batch already (client.ts leaves them out of auto-pipelining).
@@ -33,5 +34,6 @@ export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
     ...moveScripts(calls, keys),
     ...verificationScripts(calls, keys),
     ...presenceScripts(calls),
+    ...queueScripts(calls, keys),
   };
 }

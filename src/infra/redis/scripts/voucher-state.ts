@@ -1,4 +1,4 @@
-// A voucher's Redis state: warm-3.lua creates it (never over live state), restock-7.lua gives a
+// A voucher's Redis state: warm-3.lua creates it (never over live state), restock-8.lua gives a
 // released order's units back once and promotes the waitlist's head for them.
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
@@ -30,6 +30,8 @@ export interface RestockInput {
   quantity: number;
   /** Fresh order ids for waitlist promotions; each promotion uses one. */
   promotionIds: bigint[];
+  /** A queue voucher: each promotion is also recorded as its place's admission. */
+  queue?: boolean;
 }
 
 export interface Promotion {
@@ -38,7 +40,7 @@ export interface Promotion {
   quantity: number;
 }
 
-/** restock-7.lua's first value. */
+/** restock-8.lua's first value. */
 const RestockCode = { RESTOCKED: 0, ALREADY: 1, MISSING: 2 } as const;
 
 export type RestockResult =
@@ -74,7 +76,7 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
       );
       return code === WarmCode.CREATED;
     },
-    async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds }) {
+    async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds, queue = false }) {
       const reply = (await restock(
         keys.voucher(voucherId, shard),
         keys.buyers(voucherId, shard),
@@ -83,10 +85,12 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
         keys.waitlistQuantities(voucherId, shard),
         keys.inflight(shard),
         keys.orders(shard),
+        keys.queueAdmitted(voucherId, shard),
         voucherId.toString(),
         orderId,
         userId,
         quantity,
+        queue ? 1 : 0,
         ...promotionIds.map(String),
       )) as (number | string)[];
       if (reply[0] === RestockCode.ALREADY) return { kind: 'already' };

@@ -31,7 +31,7 @@ local function sk_enqueue(streamKey, orderId, order, mark)
   return order .. '|' .. streamId .. mark
 end
 
--- Admits a waitlist promotion (restock-7.lua): takes the units, counts them for the buyer, records
+-- Admits a waitlist promotion (restock-8.lua): takes the units, counts them for the buyer, records
 -- the in-flight order and appends it to the shard's stream (the order pipeline stores it).
 -- admit-n.lua does the same for a whole batch of claims, with one write per key at the end.
 local function sk_admit(voucherKey, buyersKey, inflightKey, streamKey, voucherId, userId, orderId, quantity, now, expireAt)
