@@ -23,14 +23,14 @@ run_tests "${files[@]}"
 
 # Second pass on a Redis Cluster (3 masters, 3 replicas): admission, sold-out answers without a
 # snapshot, rate limits, claim tokens and locks, pipeline, payments and expiry, waitlist,
-# reconciliation, audit, order events (pub/sub), vouchers, HTTP protection. Left out: tests of
+# reconciliation, audit, order events (pub/sub), vouchers, HTTP protection, queue vouchers. Left out: tests of
 # scripts on a raw connection and of one server's commands (MONITOR), the CLI and fault tests
 # (their own servers), and the cluster's own tests (their own cluster).
 on_cluster=(
   test/claims/seckill-claims.test.ts test/claims/token-buckets.test.ts test/claims/claim-tokens.test.ts test/claims/sql-claims.test.ts
   test/pipeline/pipeline.test.ts test/lifecycle/lifecycle.test.ts test/waitlist/waitlist.test.ts
   test/consistency/reconcile.test.ts test/consistency/audit.test.ts test/orders/orders-api.test.ts
-  test/vouchers/vouchers.test.ts test/protection/http-limits.test.ts
+  test/vouchers/vouchers.test.ts test/protection/http-limits.test.ts test/queue/join.test.ts test/queue/draw.test.ts
 )
 port=7400
 dir="$PWD/.services/test-cluster"
