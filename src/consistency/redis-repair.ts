@@ -7,7 +7,8 @@
 // since the observation and never lands on a state rebuilt meanwhile. Every Redis call here is
 // bounded (walks in steps, repairs and settlements in calls of a bounded size).
 // Repairs only ever set Redis to what the database implies, so Redis never grants a unit the
-// database cannot fulfil.
+// database cannot fulfil. A voucher unchanged since it was last found clean is not walked again
+// for a while (UNCHANGED_COMPARED_EVERY_MS).
 import type { Db } from '../infra/db/database.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';

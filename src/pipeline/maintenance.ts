@@ -53,19 +53,6 @@ export async function forgetDeadConsumers(redis: RedisClient, stream: string, se
   }
 }
 
-/**
- * Entries of a shard stream not acknowledged yet (pending on a consumer, or not delivered), up to
- * `limit`: the admissions that are still on their way to the database.
- */
-export async function unacknowledgedEntries(redis: RedisClient, stream: string, limit: number): Promise<[id: string, fields: string[]][]> {
-  const groups = ((await redis.xinfo('GROUPS', stream).catch(() => [])) as unknown[][]).map(toRecord);
-  const lastDelivered = String(groups.find((g) => g.name === CONSUMER_GROUP)?.['last-delivered-id'] ?? '0-0');
-  const pending = (await redis.xpending(stream, CONSUMER_GROUP, '-', '+', limit).catch(() => [])) as [string, ...unknown[]][];
-  const delivered = await Promise.all(pending.map(([id]) => redis.xrange(stream, id, id)));
-  const undelivered = await redis.xrange(stream, `(${lastDelivered}`, '+', 'COUNT', limit);
-  return [...delivered.flat(), ...undelivered] as [string, string[]][];
-}
-
 /** Whether the stream exists with the consumer group on it (false after Redis lost its data). */
 export async function hasConsumerGroup(redis: RedisClient, stream: string): Promise<boolean> {
   try {

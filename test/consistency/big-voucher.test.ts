@@ -109,7 +109,7 @@ async function blockingCommands(): Promise<string[]> {
 }
 
 describe('a voucher of 200,000 buyers', () => {
-  it('when it is reconciled, repaired, audited, rebuilt and verified, then no command of the engine takes Redis 5 ms', { timeout: 120_000 }, async () => {
+  it('when it is reconciled, repaired, audited, rebuilt and verified, then the slow log (5 ms) holds no command of the engine but rare outliers', { timeout: 120_000 }, async () => {
     const id = (big = await bigVoucher());
     await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', String(SLOWER_THAN_US));
     await redis.call('CONFIG', 'SET', 'slowlog-max-len', '1000');
