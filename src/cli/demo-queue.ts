@@ -14,7 +14,7 @@ import { mintCredentials } from '../loadgen/credentials.js';
 import { JsonClient, type JsonResponse } from '../loadgen/http-client.js';
 import { createLogger } from '../logger.js';
 import { readPublishedDraw, verifyDraw } from '../queue/verify.js';
-import { demoConfig, demoLinks } from './demo.js';
+import { demoConfig, demoLinks } from './demo-setup.js';
 
 const CONNECTIONS = 64;
 const FIRST_BUYER = 2_000_001n;

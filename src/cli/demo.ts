@@ -17,6 +17,7 @@ import { runText } from '../loadgen/text-report.js';
 import { count } from './bench.js';
 import { createLogger } from '../logger.js';
 import { demoQueue } from './demo-queue.js';
+import { demoConfig, demoLinks } from './demo-setup.js';
 
 export interface DemoOptions {
   big?: boolean;
@@ -33,21 +34,6 @@ export interface DemoOptions {
 const CONNECTIONS = 256;
 const DATABASE_NAMES = { mysql: 'MariaDB', postgres: 'PostgreSQL' } as const;
 const FIRST_BUYER = 1_000_001n;
-
-/** The demo keeps its own database and key prefix so it never touches real data. */
-export function demoConfig(config: Config): Config {
-  const url = new URL(config.databaseUrl);
-  url.pathname = `${url.pathname.slice(1)}_demo`;
-  return { ...config, databaseUrl: url.toString(), redisPrefix: `${config.redisPrefix}-demo`, port: 0, logLevel: 'warn' };
-}
-
-/** Where a person can watch the sale: the operator console and the voucher's store page. */
-export function demoLinks(url: string, voucherId: string): string {
-  return (
-    `Watch it: console ${url}/console (sign in with an admin token: seckill token --user 1 --admin)` +
-    `\n          store   ${url}/store/${voucherId} (a buyer token: seckill token --user 42)`
-  );
-}
 
 /** Resolves at the first SIGINT or SIGTERM (the handlers replace the default exit meanwhile). */
 function untilStopped(): Promise<NodeJS.Signals> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { demoLinks } from '../../src/cli/demo.js';
+import { demoLinks } from '../../src/cli/demo-setup.js';
 import { deleteKeys, REDIS_URL, uniqueName, DATABASE_SERVER } from '../support/helpers.js';
 import { runSeckill, startSeckill } from '../support/processes.js';
 
