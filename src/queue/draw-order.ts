@@ -3,17 +3,11 @@
 // in (not when a buyer joined, not in which order Redis lists them), so anyone holding the
 // published seed and entrant list recomputes the same order (`seckill draw verify`), and a buyer
 // who joined early or in the last millisecond has the same chance of every place.
-import { createHash, createHmac, hash, randomBytes } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 
 const BLOCK = 64;
 /** Longest decimal user id (a positive 64-bit integer). */
 const MAX_ID_DIGITS = 20;
-
-/** A fresh seed: 32 random bytes, hex. */
-export const newSeed = (): string => randomBytes(32).toString('hex');
-
-/** The commitment published before the draw: sha256 of the seed's bytes, hex. */
-export const commitmentOf = (seedHex: string): string => createHash('sha256').update(Buffer.from(seedHex, 'hex')).digest('hex');
 
 /** An entrant's rank, HMAC-SHA256 keyed by the seed's bytes over the decimal user id (hex), as anyone computes it. */
 export const rankOf = (seedHex: string, userId: string): string => createHmac('sha256', Buffer.from(seedHex, 'hex')).update(userId).digest('hex');

@@ -3,7 +3,8 @@
 // commitment made before anyone joined, the published places are the order the seed gives the
 // published entrants, and the draw admitted the first places, as many as there were units.
 // It uses node's own HMAC, not the draw's faster one (draw-order.ts): two implementations agree.
-import { commitmentOf, rankOf } from './draw-order.js';
+import { commitmentOf } from '../vouchers/queue-seed.js';
+import { rankOf } from './draw-order.js';
 
 export interface PublishedDraw {
   stock: number;

@@ -8,7 +8,7 @@ import type { VoucherRedisState } from './redis-state.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 import { kindOf, VOUCHER_KINDS } from './kinds.js';
-import { commitmentOf, newSeed } from '../queue/draw-order.js';
+import { commitmentOf, newSeed } from './queue-seed.js';
 import type { SegmentPlacer } from './segments.js';
 
 export interface CreateVoucherInput {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
-import { commitmentOf } from '../../src/queue/draw-order.js';
+import { commitmentOf } from '../../src/vouchers/queue-seed.js';
 import { createQueueVoucher, join, me, summary } from './support.js';
 
 const t = await startTestApp('queue-join');

@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import { range, startTestApp } from '../support/helpers.js';
 import { runSeckill } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
-import { drawOrder, newSeed, rankOf, ranker } from '../../src/queue/draw-order.js';
+import { drawOrder, rankOf, ranker } from '../../src/queue/draw-order.js';
+import { newSeed } from '../../src/vouchers/queue-seed.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { createQueueVoucher, publicGet, summary } from './support.js';
 
