@@ -1,4 +1,4 @@
-// A voucher of 200,000 buyers, with orders in flight and orders given back: reconciling it (also
+// A voucher of 60,000 buyers, with orders in flight and orders given back: reconciling it (also
 // with drift to repair), auditing it, rebuilding its Redis state and verifying it after a master
 // change put no command of the engine in Redis' slow log (5 ms) but for rare outliers. Redis runs
 // one command at a time: a command that read a voucher's whole buyer hash or in-flight hash would
@@ -14,10 +14,10 @@ import { ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { startPrivateRedis } from '../support/private-redis.js';
 
-const STORED = 200_000;
-const IN_FLIGHT = 5_000;
-const GIVEN_BACK = 20_000;
-const STOCK = 250_000;
+const STORED = 60_000;
+const IN_FLIGHT = 2_000;
+const GIVEN_BACK = 6_000;
+const STOCK = 75_000;
 const CHUNK = 5_000;
 const SLOWER_THAN_US = 5_000;
 const OUTLIER_EVERY = 100;
@@ -108,7 +108,7 @@ async function blockingCommands(): Promise<string[]> {
   return slow.filter((e) => e.name !== 'slowlog' && slowOf(e.name) * OUTLIER_EVERY > (calls.get(e.name) ?? 0)).map((e) => `${e.text} (${slowOf(e.name)} of ${calls.get(e.name)} calls slow)`);
 }
 
-describe('a voucher of 200,000 buyers', () => {
+describe('a voucher of 60,000 buyers', () => {
   it('when it is reconciled, repaired, audited, rebuilt and verified, then the slow log (5 ms) holds no command of the engine but rare outliers', { timeout: 120_000 }, async () => {
     const id = (big = await bigVoucher());
     await redis.call('CONFIG', 'SET', 'slowlog-log-slower-than', String(SLOWER_THAN_US));
