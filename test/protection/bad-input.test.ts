@@ -25,7 +25,8 @@ async function stores() {
     names.push(...found);
   } while (cursor !== '0');
   const values = await Promise.all(names.sort().map(async (k) => [k, (await redis.dumpBuffer(k))?.toString('hex')]));
-  return { rows: Object.fromEntries(rows), redis: Object.fromEntries(values) };
+  // A key listed by SCAN may expire before its DUMP (a rate-limit bucket): it is not there.
+  return { rows: Object.fromEntries(rows), redis: Object.fromEntries(values.filter(([, value]) => value !== undefined)) };
 }
 
 /**
