@@ -41,8 +41,9 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests "${on_cluster[@
 
 # Third pass on PostgreSQL: every file that touches the database (each its own database, as on
 # MariaDB). Left out: files without a database, the Redis topology tests (Sentinel failovers,
-# the cluster's own tests), whose database work is the one-server tests' own, and the fault
-# campaign's cells (`npm run chaos` with CHAOS_DATABASE_SERVER=postgres://… runs them there).
+# the cluster's own tests), whose database work is the one-server tests' own, the CLI's process
+# tests but the demo's (their database work is the other files'), and the fault campaign's cells
+# (`npm run chaos` with CHAOS_DATABASE_SERVER=postgres://… runs them there).
 declare -A not_on_postgres=()
 for f in test/auth/tokens.test.ts test/config.test.ts test/consistency/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
@@ -50,7 +51,8 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/consistency/claim-rat
   test/faults/sentinel-failover.test.ts test/faults/sentinel-failover-memory.test.ts test/infra/redis/cluster.test.ts \
   test/vouchers/segments.test.ts test/docs/configuration-doc.test.ts test/chaos/checker.test.ts \
   test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts \
-  test/infra/redis/stray-rejections.test.ts test/infra/redis/scripts/presence-script.test.ts; do
+  test/infra/redis/stray-rejections.test.ts test/infra/redis/scripts/presence-script.test.ts \
+  test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1
 done

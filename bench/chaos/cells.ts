@@ -247,6 +247,8 @@ export interface CellResult {
 
 export interface CellOptions {
   seconds: number;
+  /** How long the fault lasts (ms); the fault's own length by default. */
+  holdMs?: number;
   /** Claims started per second. */
   rate?: number;
   log?: (line: string) => void;
@@ -264,7 +266,7 @@ function longestGap(claims: ClaimOp[]): number {
   return gap;
 }
 
-export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, log = () => undefined }: CellOptions): Promise<CellResult> {
+export async function runCell(fault: Fault, mode: Mode, { seconds, holdMs = fault.holdMs, rate = 200, log = () => undefined }: CellOptions): Promise<CellResult> {
   const dir = join(ROOT, '.services', 'chaos', `${fault.name}-${mode}`); // kept for a look until the cell runs again
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -286,13 +288,13 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     const now = Date.now();
     const voucherId = await engine.createVoucher({ title: `chaos ${fault.name} ${mode}`, kind: 'seckill', stock, beginAt: new Date(now - 1_000).toISOString(), endAt: new Date(now + 3_600_000).toISOString(), perUserLimit: 1 });
     const recorder = createRecorder(join(dir, 'history.jsonl'));
-    const load = startLoad({ origins: engine.apis.map((a) => a.origin), voucherId, recorder, firstUser: 1_000, rate, durationMs, patienceMs: fault.holdMs + 15_000 });
+    const load = startLoad({ origins: engine.apis.map((a) => a.origin), voucherId, recorder, firstUser: 1_000, rate, durationMs, patienceMs: holdMs + 15_000 });
     // The fault comes once the sale runs, and heals while buyers still claim.
     const injectAt = Math.min(2_000, durationMs / 4);
     await new Promise((r) => setTimeout(r, injectAt));
     await staged.inject(engine.apis.map((a) => a.origin), { voucherId, prefix: engine.prefix });
     log(`${fault.name}/${mode}: fault injected`);
-    await new Promise((r) => setTimeout(r, fault.holdMs));
+    await new Promise((r) => setTimeout(r, holdMs));
     await staged.heal();
     const healedAt = Date.now();
     log(`${fault.name}/${mode}: healed`);
@@ -311,7 +313,7 @@ export async function runCell(fault: Fault, mode: Mode, { seconds, rate = 200, l
     await readBack(engine.apis.map((a) => a.origin), recorder, ackedOrders);
     await recorder.close();
     const stores = await readStores({ databaseUrl: engine.databaseUrl, redisUrl: await staged.redisUrl(), prefix: engine.prefix, voucherIds: [voucherId] });
-    const report = check(recorder.history(), stores, { releaseLagMs: fault.holdMs, soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
+    const report = check(recorder.history(), stores, { releaseLagMs: holdMs, soldOutGraceMs: Number(engine.env.SOLD_OUT_CACHE_MS ?? settings.soldOutCacheMs.default) });
     const v = verdict(report, fault.promise(mode));
     const longestGapMs = longestGap(claims);
     // One claim's own wait for its answer (a retry is another claim): DB_STATEMENT_TIMEOUT_MS and
