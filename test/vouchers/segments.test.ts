@@ -23,6 +23,8 @@ describe('stock segments on a Redis Cluster', async () => {
     BUCKET_USER_RATE: '0',
     // Reconciliation takes over a move after 3 command timeouts and a second: 4 s here.
     REDIS_COMMAND_TIMEOUT_MS: '1000',
+    // Entries a lane could not settle while a master refused writes are taken over soon after.
+    CLAIM_IDLE_MS: '2000',
   });
   after(() => cluster.stop()); // after the app: after hooks run in order
   await t.c.startWorkers();
