@@ -3,13 +3,16 @@ import { createCore } from '../composition/core.js';
 import { parseId } from '../id-text.js';
 import { createLogger } from '../logger.js';
 
-/** `seckill reconcile [--voucher ID] [--json]`: one reconciliation run now; prints what it found and repaired. */
+/**
+ * `seckill reconcile [--voucher ID] [--json]`: one reconciliation run now; prints what it found and
+ * repaired. One voucher is compared with all its buyers: a process of its own has no lap to go on with.
+ */
 export async function reconcile(config: Config, opts: { voucher?: string; json?: boolean }): Promise<void> {
   const voucherId = opts.voucher === undefined ? undefined : parseId(opts.voucher);
   if (voucherId === null) throw new Error(`--voucher must be a positive 64-bit decimal id, got "${opts.voucher}"`);
   const core = await createCore(config, createLogger('warn'));
   try {
-    const reports = voucherId === undefined ? await core.reconciler.reconcileAll() : [await core.reconciler.reconcileVoucher(voucherId)];
+    const reports = voucherId === undefined ? await core.reconciler.reconcileAll() : [await core.reconciler.reconcileVoucher(voucherId, { allBuyers: true })];
     if (opts.json) console.log(JSON.stringify(reports, null, 2));
     else {
       for (const r of reports) {

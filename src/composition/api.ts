@@ -88,7 +88,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     queue: { queue: core.queue, repository: core.queueRepository },
     consistency: {
       voucherStats: voucherStatsUseCase({ db, redis, keys }),
-      reconcileVoucher: (id) => reconciler.reconcileVoucher(id),
+      reconcileVoucher: (id, options) => reconciler.reconcileVoucher(id, options),
       auditVoucher: (id, admitted) => core.audit(id, { admitted }),
       lastReconciliation: (id) => lastReconciliation(redis, keys, id),
       streamSlots,

@@ -29,6 +29,11 @@
 // Redis; both are accounted for.) The version is also read during long walks, to give up early
 // on a database that is moving (a big voucher on sale).
 //
+// The buyers compared are all of them (the audit, the verification after a master change) or a
+// given slice of them (buyer-slices.ts: a scheduled reconciliation compares a bounded number per
+// pass, so its cost does not grow with the voucher). A slice's counts are read with HMGET inside
+// the same windows, and their database quantities by primary key inside the same snapshot.
+//
 // A voucher of several segments is read one segment at a time (on a cluster they are on different
 // masters), then each segment's moves counter again: admissions and settlements stay inside one
 // segment, so only a move between two reads could make the sum wrong, and any move step bumps the
@@ -78,6 +83,10 @@ export interface CombinedState {
   moves: number;
 }
 
+/** Which buyers' counts an observation compares. */
+export type BuyerScope = { kind: 'all' } | { kind: 'users'; users: readonly string[] };
+export const ALL_BUYERS: BuyerScope = { kind: 'all' };
+
 export interface Observation {
   voucherId: bigint;
   dbStock: number;
@@ -89,10 +98,12 @@ export interface Observation {
   /** What Redis should hold now. */
   expected: { stock: number; inflightCounter: number };
   /**
-   * user -> [Redis, expected] where they differ. Buyers admitted while their segment was walked
-   * are not compared (their count moved during the walk).
+   * user -> [Redis, expected] where they differ, among the buyers in scope. Buyers admitted while
+   * their segment was walked are not compared (their count moved during the walk).
    */
   buyers: Map<string, [number, number]>;
+  /** How many buyers were compared. */
+  buyersCompared: number;
 }
 
 export type Observed =
@@ -126,6 +137,7 @@ interface Walker {
   keys: KeySpace;
   scripts: Pick<ReconcileScripts, 'inspect'>;
   inflight: InflightReader;
+  scope: BuyerScope;
   /** The database has not moved since the snapshot. */
   unchanged(): Promise<boolean>;
 }
@@ -145,6 +157,16 @@ async function walkBuyers(w: Walker, key: string): Promise<Map<string, number> |
   return buyers;
 }
 
+/** The counts of the slice's buyers who have one in this segment, in HMGET steps. */
+async function countsOf(w: Walker, key: string, users: readonly string[]): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < users.length; i += STEP) {
+    const step = users.slice(i, i + STEP);
+    (await w.redis.hmget(key, ...step)).forEach((n, j) => n !== null && counts.set(step[j]!, Number(n)));
+  }
+  return counts;
+}
+
 /** Which of `orderIds` the segment has given back (its released hash), in HMGET steps. */
 async function releasedAmong(w: Walker, key: string, orderIds: string[]): Promise<Set<string>> {
   const released = new Set<string>();
@@ -161,7 +183,7 @@ async function walkSegment(w: Walker, voucherId: bigint, shard: number, outboxId
   const start = await w.scripts.inspect(voucherId, shard);
   if (!start) return { kind: 'missing' };
   const records = await w.inflight.ofVoucher(voucherId, [shard]);
-  const buyers = await walkBuyers(w, keys.buyers(voucherId, shard));
+  const buyers = w.scope.kind === 'all' ? await walkBuyers(w, keys.buyers(voucherId, shard)) : await countsOf(w, keys.buyers(voucherId, shard), w.scope.users);
   if (!buyers) return { kind: 'moved' };
   const released = await releasedAmong(w, keys.released(voucherId, shard), outboxIds);
   const end = await w.scripts.inspect(voucherId, shard);
@@ -242,17 +264,39 @@ function expectedState(d: DbSide, redis: CombinedState, released: Set<string>) {
   return { expected: { stock, inflightCounter: redis.inflight.length }, extra };
 }
 
+type Compare = (user: string, want: number) => void;
+
+/** A comparer of `counts` (each compared buyer taken out of it) that collects the drift. */
+function comparer(counts: Map<string, number>, notCompared: Set<string>) {
+  const result = { drift: new Map<string, [number, number]>(), compared: 0 };
+  const compare: Compare = (user, want) => {
+    const have = counts.get(user) ?? 0;
+    counts.delete(user);
+    if (notCompared.has(user)) return;
+    result.compared += 1;
+    if (have !== want) result.drift.set(user, [have, want]);
+  };
+  return { compare, result };
+}
+
+/** The slice's counts against its buyers' database quantities plus `extra` (by primary key, in the snapshot). */
+async function sliceDrift(trx: Transaction<Database>, voucherId: string, users: readonly string[], counts: Map<string, number>, extra: Map<string, number>, notCompared: Set<string>) {
+  const { compare, result } = comparer(counts, notCompared);
+  const quantities = new Map<string, number>();
+  for (let i = 0; i < users.length; i += IN_CHUNK) {
+    const rows = await trx.selectFrom('user_quantities').select(['user_id', 'quantity']).where('voucher_id', '=', voucherId).where('user_id', 'in', users.slice(i, i + IN_CHUNK)).execute();
+    for (const r of rows) quantities.set(r.user_id, r.quantity);
+  }
+  for (const user of users) compare(user, (quantities.get(user) ?? 0) + (extra.get(user) ?? 0));
+  return result;
+}
+
 /**
  * Compares the walked counts (`counts`, emptied on the way) with the database's quantities plus
  * `extra`, page by page of the snapshot, so only one side is ever held whole.
  */
 async function buyerDrift(trx: Transaction<Database>, voucherId: string, counts: Map<string, number>, extra: Map<string, number>, notCompared: Set<string>) {
-  const drift = new Map<string, [number, number]>();
-  const compare = (user: string, want: number) => {
-    const have = counts.get(user) ?? 0;
-    counts.delete(user);
-    if (have !== want && !notCompared.has(user)) drift.set(user, [have, want]);
-  };
+  const { compare, result } = comparer(counts, notCompared);
   const left = new Map(extra);
   let after: string | null = null;
   for (;;) {
@@ -268,7 +312,7 @@ async function buyerDrift(trx: Transaction<Database>, voucherId: string, counts:
   }
   for (const [user, units] of left) compare(user, units);
   for (const user of counts.keys()) compare(user, 0);
-  return drift;
+  return result;
 }
 
 /** Sums the segments' walked counts (a buyer normally has one segment: their home). */
@@ -281,7 +325,7 @@ function mergeCounts(walked: Walked[]): Map<string, number> {
 
 type Attempt = { kind: 'done'; result: Observed } | { kind: 'moved' };
 
-async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: bigint, shards: number[]): Promise<Attempt> {
+async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: bigint, shards: number[], scope: BuyerScope): Promise<Attempt> {
   const id = voucherId.toString();
   const versionNow = async () => (await db.selectFrom('vouchers').select('version').where('id', '=', id).executeTakeFirst())?.version;
   const read = await db
@@ -293,7 +337,7 @@ async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: big
       const outbox = await trx.selectFrom('release_outbox').select(['order_id', 'user_id', 'quantity']).where('voucher_id', '=', id).execute();
       // Outside the snapshot: has a transaction changed the voucher since? Then Redis may be ahead.
       const unchanged = async () => (await versionNow()) === voucher.version;
-      const walker: Walker = { redis, keys, scripts, inflight: createInflightReader(redis, keys), unchanged };
+      const walker: Walker = { redis, keys, scripts, inflight: createInflightReader(redis, keys), scope, unchanged };
       const walked: Walked[] = [];
       for (const shard of shards) {
         const w = await walkSegment(walker, voucherId, shard, outbox.map((r) => r.order_id));
@@ -314,8 +358,9 @@ async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: big
       const released = new Set(walked.flatMap((w) => [...w.released]));
       const { expected, extra } = expectedState(side, redisState, released);
       const notCompared = new Set(walked.flatMap((w) => [...w.admittedUsers]));
-      const buyers = await buyerDrift(trx, id, mergeCounts(walked), extra, notCompared);
-      return { kind: 'read' as const, side, redis: redisState, segments, expected, buyers };
+      const counts = mergeCounts(walked);
+      const buyers = scope.kind === 'all' ? await buyerDrift(trx, id, counts, extra, notCompared) : await sliceDrift(trx, id, scope.users, counts, extra, notCompared);
+      return { kind: 'read' as const, side, redis: redisState, segments, expected, buyers: buyers.drift, buyersCompared: buyers.compared };
     });
   if (read.kind === 'moved') return read;
   if (read.kind !== 'read') return { kind: 'done', result: { kind: read.kind } };
@@ -331,14 +376,15 @@ async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: big
     stored: read.side.stored,
     expected: read.expected,
     buyers: read.buyers,
+    buyersCompared: read.buyersCompared,
   };
   return { kind: 'done', result: { kind: 'observed', observation } };
 }
 
 /** `shards`: the voucher's segments (segments.ts); its own shard when absent. */
-export async function observeVoucher(deps: ObserveDeps, voucherId: bigint, shards = [deps.keys.shardOf(voucherId)]): Promise<Observed> {
+export async function observeVoucher(deps: ObserveDeps, voucherId: bigint, shards = [deps.keys.shardOf(voucherId)], scope = ALL_BUYERS): Promise<Observed> {
   for (let i = 0; i < ATTEMPTS; i++) {
-    const a = await attempt(deps, voucherId, shards);
+    const a = await attempt(deps, voucherId, shards, scope);
     if (a.kind === 'done') return a.result;
     await sleep(PAUSE_MS);
   }

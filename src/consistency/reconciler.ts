@@ -3,7 +3,8 @@
 //
 // Per voucher, under its lock: overdue unpaid orders are expired and stuck releases relayed (any
 // kind); for a seckill voucher, Redis is compared with the database and repaired toward it
-// (redis-repair.ts). The report is kept for the console.
+// (redis-repair.ts): its stock and in-flight orders every time, its buyer counts a slice per pass
+// (buyer-slices.ts) unless all are asked for. The report is kept for the console.
 import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -17,7 +18,8 @@ import type { VoucherDirectory } from '../vouchers/directory.js';
 import { RETAIN_AFTER_END_MS } from '../vouchers/redis-state.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import { kindOf, kindsWhere } from '../vouchers/kinds.js';
-import { type CleanMarks, type RedisRepairDeps, repairRedisState } from './redis-repair.js';
+import { type BuyerSlices, createBuyerSlices } from './buyer-slices.js';
+import { type BuyersCompared, type CleanMarks, type RedisRepairDeps, repairRedisState } from './redis-repair.js';
 import type { Drift, DriftKind } from './drift.js';
 
 export type { Drift, DriftKind };
@@ -41,10 +43,17 @@ export interface ReconcileReport {
   verified: boolean;
   drift: Drift[];
   repaired: number;
+  /** The buyer counts compared (seckill vouchers; none when the voucher was unchanged since a clean comparison). */
+  buyers: BuyersCompared;
+}
+
+export interface ReconcileOptions {
+  /** Compare every buyer count now, not the next slice (the verification after a master change, an operator's request). */
+  allBuyers?: boolean;
 }
 
 export interface Reconciler {
-  reconcileVoucher(voucherId: bigint): Promise<ReconcileReport>;
+  reconcileVoucher(voucherId: bigint, options?: ReconcileOptions): Promise<ReconcileReport>;
   /** Every seckill voucher whose Redis state is still kept, and every voucher with overdue orders. */
   reconcileAll(): Promise<ReconcileReport[]>;
 }
@@ -55,15 +64,18 @@ export interface ReconcilerDeps extends RedisRepairDeps {
   releases: Releases;
   log: Logger;
   onRepair?(kind: DriftKind): void;
+  /** Buyer counts compared per pass (buyer-slices.ts' default unless set). */
+  buyersPerPass?: number;
 }
 
-/** The deps with the database's dialect, looked up once, and the vouchers last found clean. */
-type Context = ReconcilerDeps & { dialect: SqlDialect; clean: CleanMarks };
+/** The deps with the database's dialect, looked up once, the vouchers last found clean and where each one's lap over its buyers is. */
+type Context = ReconcilerDeps & { dialect: SqlDialect; clean: CleanMarks; slices: BuyerSlices };
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
-  const context: Context = { ...deps, dialect: dialectOf(deps.db), clean: new Map() };
+  const slices = createBuyerSlices({ db: deps.db, redis: deps.redis, keys: deps.keys, size: deps.buyersPerPass });
+  const context: Context = { ...deps, dialect: dialectOf(deps.db), clean: new Map(), slices };
   return {
-    reconcileVoucher: (voucherId) => reconcileVoucher(context, voucherId),
+    reconcileVoucher: (voucherId, options) => reconcileVoucher(context, voucherId, options),
     async reconcileAll() {
       const reports: ReconcileReport[] = [];
       for (const id of await vouchersToReconcile(context)) {
@@ -78,10 +90,10 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   };
 }
 
-async function reconcileVoucher(c: Context, voucherId: bigint): Promise<ReconcileReport> {
+async function reconcileVoucher(c: Context, voucherId: bigint, { allBuyers = false }: ReconcileOptions = {}): Promise<ReconcileReport> {
   const voucher = await c.directory.getStored(voucherId);
   if (!voucher) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
-  const report: ReconcileReport = { voucherId: voucherId.toString(), verified: true, drift: [], repaired: 0 };
+  const report: ReconcileReport = { voucherId: voucherId.toString(), verified: true, drift: [], repaired: 0, buyers: { compared: 0, all: false } };
   const note = noteInto(c, report);
   // One reconciliation of a voucher at a time (scheduled, on demand, or verifying after a master
   // change): repairs are offsets. Short and refreshed often: a promoted replica may hold a
@@ -96,7 +108,11 @@ async function reconcileVoucher(c: Context, voucherId: bigint): Promise<Reconcil
   try {
     await expireOverdueOrders(c, voucher, note);
     await relayStuckReleases(c, voucher, note);
-    if (kindOf(voucher).redisGated) report.verified = await repairRedisState(c, voucher, note, c.clean);
+    if (kindOf(voucher).redisGated) {
+      const outcome = await repairRedisState(c, voucher, note, c.clean, allBuyers ? null : c.slices);
+      report.verified = outcome.verified;
+      report.buyers = outcome.buyers;
+    }
     // Kept for the console (whichever instance ran it); a week, like the voucher's other keys. The
     // first drifts only: after a loss of Redis data a report can name every order in flight.
     const kept = JSON.stringify({ ...report, drift: report.drift.slice(0, DRIFT_KEPT), at: new Date().toISOString() });

@@ -7,8 +7,9 @@
 // since the observation and never lands on a state rebuilt meanwhile. Every Redis call here is
 // bounded (walks in steps, repairs and settlements in calls of a bounded size).
 // Repairs only ever set Redis to what the database implies, so Redis never grants a unit the
-// database cannot fulfil. A voucher unchanged since it was last found clean is not walked again
-// for a while (UNCHANGED_COMPARED_EVERY_MS).
+// database cannot fulfil. Buyer counts are compared all at once or a slice per pass
+// (buyer-slices.ts); both sightings of a pass compare the same buyers. A voucher unchanged since
+// a whole comparison found it clean is not compared again for a while (UNCHANGED_COMPARED_EVERY_MS).
 import type { Db } from '../infra/db/database.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -22,7 +23,8 @@ import { RETAIN_AFTER_END_MS, type VoucherRedisState } from '../vouchers/redis-s
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
 import type { Voucher } from '../vouchers/voucher.js';
-import { type CountDrift, countDrift, IN_CHUNK, type Observation, observeVoucher } from './observe.js';
+import type { BuyerSlices } from './buyer-slices.js';
+import { ALL_BUYERS, type BuyerScope, type CountDrift, countDrift, IN_CHUNK, type Observation, observeVoucher } from './observe.js';
 import type { Drift } from './drift.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
@@ -70,34 +72,53 @@ interface Sighting {
   orphanEntries: InflightOrder[];
 }
 
+/** What a pass compared of the voucher's buyers. */
+export interface BuyersCompared {
+  compared: number;
+  /** Every buyer of the voucher was compared (all at once, or a slice that held them all). */
+  all: boolean;
+}
+
+export interface RepairOutcome {
+  /** false when the comparison could not be made or a drift was seen once only: the next reconciliation looks again. */
+  verified: boolean;
+  buyers: BuyersCompared;
+}
+
 /**
  * Compares the voucher's Redis state with what the database implies and repairs what two
- * sightings agree on. Returns false when the comparison could not be made or a drift was seen
- * once only: the next reconciliation looks again.
+ * sightings agree on. `slices`: compare the next slice of buyers (null: all of them).
  */
-export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, note: Note, clean: CleanMarks): Promise<boolean> {
+export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, note: Note, clean: CleanMarks, slices: BuyerSlices | null): Promise<RepairOutcome> {
   await restoreConsumerGroups(deps, voucher, note);
   await finishStaleMoves(deps, voucher, note);
+  const none = (verified: boolean): RepairOutcome => ({ verified, buyers: { compared: 0, all: false } });
   const mark = await stateMark(deps, voucher);
   const last = clean.get(voucher.id);
-  if (last?.mark === mark && Date.now() - last.at < UNCHANGED_COMPARED_EVERY_MS) return true;
+  if (last?.mark === mark && Date.now() - last.at < UNCHANGED_COMPARED_EVERY_MS) return none(true);
   clean.delete(voucher.id);
-  const first = await observe(deps, voucher);
-  if (first.kind === 'not_found') return true;
+  const shards = segmentShards(voucher, deps.keys);
+  const slice = slices && (await slices.take(voucher.id, shards));
+  const scope: BuyerScope = slice ? { kind: 'users', users: slice.users } : ALL_BUYERS;
+  const observe = () => observeVoucher(deps, voucher.id, shards, scope);
+  const first = await observe();
+  if (first.kind === 'not_found') return none(true);
   if (first.kind === 'missing') {
     await rebuildState(deps, voucher, note);
-    return true;
+    return none(true);
   }
-  if (first.kind === 'busy') return false;
+  if (first.kind === 'busy') return none(false);
+  const compared = (verified: boolean, cleanNow: boolean): RepairOutcome => {
+    const lapClean = slice ? slices!.compared(voucher.id, slice, cleanNow) : cleanNow;
+    if (lapClean) clean.set(voucher.id, { mark, at: Date.now() });
+    return { verified, buyers: { compared: first.observation.buyersCompared, all: !slice || (slice.startsLap && slice.endsLap) } };
+  };
   const seen = await sight(deps, first.observation);
-  if (!seen.counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) {
-    clean.set(voucher.id, { mark, at: Date.now() });
-    return true;
-  }
+  if (!seen.counts && !seen.lostEntries.length && !seen.unsettled.length && !seen.orphanEntries.length) return compared(true, true);
 
   // Seen once: look again before touching anything.
-  const second = await observe(deps, voucher);
-  if (second.kind !== 'observed') return false;
+  const second = await observe();
+  if (second.kind !== 'observed') return none(false);
   const again = await sight(deps, second.observation);
   const orphans = both(again.orphanEntries, seen.orphanEntries);
 
@@ -106,7 +127,7 @@ export async function repairRedisState(deps: RedisRepairDeps, voucher: Voucher, 
   await requeueLostEntries(deps, both(again.lostEntries, seen.lostEntries), note);
   await adoptOrphanEntries(deps, orphans, note);
   await settleStoredOrders(deps, voucher, again.observation, both(again.unsettled, seen.unsettled), note);
-  return counts !== 'unconfirmed';
+  return counts === 'unconfirmed' ? none(false) : compared(true, false);
 }
 
 /**
@@ -151,8 +172,6 @@ async function rebuildState({ redisState }: RedisRepairDeps, voucher: Voucher, n
   const rebuilt = await redisState.rewarm(voucher);
   note({ kind: 'state_missing', detail: 'voucher state missing from Redis; rebuilt from the database', repaired: rebuilt });
 }
-
-const observe = (deps: RedisRepairDeps, voucher: Voucher) => observeVoucher(deps, voucher.id, segmentShards(voucher, deps.keys));
 
 async function sight({ db, redis, keys }: RedisRepairDeps, o: Observation): Promise<Sighting> {
   const inflight = createInflightReader(redis, keys);

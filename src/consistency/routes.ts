@@ -3,7 +3,7 @@ import type { Guards } from '../auth/guards.js';
 import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import { AppError } from '../errors.js';
 import type { VoucherAudit } from './audit.js';
-import type { ReconcileReport } from './reconciler.js';
+import type { ReconcileOptions, ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 import { createLive, type LiveDeps } from './live.js';
 import type { StreamSlots } from '../sse.js';
@@ -24,7 +24,9 @@ const ReportBody = Type.Object({
   verified: Type.Boolean(),
   repaired: Count,
   drift: Type.Array(Type.Object({ kind: Type.String(), detail: Type.String(), repaired: Type.Boolean() })),
+  buyers: Type.Object({ compared: Count, all: Type.Boolean() }),
 });
+const ReconcileQuery = Type.Object({ allBuyers: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
 
 const AuditBody = Type.Object({
   ok: Type.Boolean(),
@@ -44,7 +46,7 @@ const AuditRequest = Type.Object(
 export interface ConsistencyRouteDeps {
   guards: Guards;
   voucherStats(voucherId: bigint): Promise<VoucherStats>;
-  reconcileVoucher(voucherId: bigint): Promise<ReconcileReport>;
+  reconcileVoucher(voucherId: bigint, options: ReconcileOptions): Promise<ReconcileReport>;
   /** `admitted`: order ids a client saw admitted; each must be stored (I3). */
   auditVoucher(voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null>;
   /** What /metrics answers (this process, or the sum over a supervisor's): the live view's rates. */
@@ -105,12 +107,14 @@ export function registerConsistencyRoutes(
       schema: {
         tags: ['operations'],
         summary: 'Reconcile one voucher now: drift found and repaired (admin)',
-        description: '`verified: false` means Redis kept changing during the comparison; counts were not judged this time.',
+        description:
+          '`verified: false` means Redis kept changing during the comparison; counts were not judged this time. Stock and orders in flight are compared every time; buyer counts a slice of at most 10,000 per call, the next slice the next time (`buyers`), or all of them with `allBuyers=true`.',
         params: IdParams,
+        querystring: ReconcileQuery,
         response: { 200: ReportBody, ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
       },
     },
-    async (request) => reconcileVoucher(BigInt(request.params.id)),
+    async (request) => reconcileVoucher(BigInt(request.params.id), { allBuyers: request.query.allBuyers }),
   );
 
   app.get(

@@ -5,7 +5,7 @@
 // segment not verified on the master that holds it (lua/lib/master.lua); this verifies it:
 // reconciliation of the voucher (redis-repair.ts) until a comparison was made and what it found
 // repaired (stock = database stock − units in flight and not stored; buyer counts = units held in
-// the database + in flight and not stored; records of stored orders settled), then each segment is
+// the database + in flight and not stored, every buyer's; records of stored orders settled), then each segment is
 // stamped with the master it was verified on. Nothing is admitted on the segment in between, so
 // the comparison is not chased by admissions.
 //
@@ -53,7 +53,7 @@ export function createVoucherVerifier({ db, keys, scripts, reconciler, directory
     // Read first: a stamp names the master the comparison began on, never a later one.
     const masters = await Promise.all(shards.map((s) => scripts.masterOf(voucher.id, s)));
     if (masters.every((m) => m.verified)) return true;
-    const report = await reconciler.reconcileVoucher(voucher.id);
+    const report = await reconciler.reconcileVoucher(voucher.id, { allBuyers: true });
     if (!report.verified) return false;
     const stamped = await Promise.all(shards.map((s, i) => scripts.stampVerified(voucher.id, s, masters[i]!.master)));
     if (!stamped.every(Boolean)) return false;
