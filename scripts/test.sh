@@ -21,8 +21,8 @@ npx tsc -p tsconfig.check.json
 run_tests() { node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit "$@"; }
 run_tests "${files[@]}"
 
-# Second pass on a Redis Cluster (3 masters, 3 replicas): admission, sold-out answers without a
-# snapshot, rate limits, claim tokens and locks, pipeline, payments and expiry, waitlist,
+# Second pass on a Redis Cluster (3 masters, 3 replicas): admission, sold-out answers (with and
+# without a snapshot), rate limits, claim tokens and locks, pipeline, payments and expiry, waitlist,
 # reconciliation, audit, order events (pub/sub), vouchers, HTTP protection, queue vouchers. Left out: tests of
 # scripts on a raw connection and of one server's commands (MONITOR), the CLI and fault tests
 # (their own servers), and the cluster's own tests (their own cluster).
@@ -31,6 +31,7 @@ on_cluster=(
   test/pipeline/pipeline.test.ts test/lifecycle/lifecycle.test.ts test/waitlist/waitlist.test.ts
   test/consistency/reconcile.test.ts test/consistency/audit.test.ts test/orders/orders-api.test.ts
   test/vouchers/vouchers.test.ts test/protection/http-limits.test.ts test/queue/join.test.ts test/queue/draw.test.ts
+  test/claims/sold-out-snapshot.test.ts
 )
 port=7400
 dir="$PWD/.services/test-cluster"

@@ -7,10 +7,11 @@
 // Two kinds of claim must still hear what Redis would say: a claim with an Idempotency-Key from a
 // user who has an idempotency record (it may be a retry of their admission: the same order id
 // must come back), and any claim on a waitlist voucher (`waitlisted` depends on the user). So the
-// flag comes with a snapshot of those users, read atomically with a version that moves whenever
-// either set grows or the state is rebuilt (snapshot-3.lua), and read again when Redis answers
-// with another version; until it is there, or when it would be too large to hold, those claims go
-// to Redis. (A user at the per-user limit hears SOLD_OUT here,
+// flag comes with a snapshot of those users, read in short steps between two reads of a version
+// that moves whenever either set grows or the state is rebuilt (soldOutSnapshot in
+// scripts/admission.ts), and read again when Redis answers with another version; until it is
+// there, when it would be too large to hold, or when the sets kept growing while it was read,
+// those claims go to Redis. (A user at the per-user limit hears SOLD_OUT here,
 // not LIMIT_EXCEEDED: both are true, and neither takes anything.)
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
@@ -18,7 +19,7 @@ import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { UnitsBack } from '../protection/units-back.js';
 
-/** Bounds the snapshot: Redis builds it in one script call, and each process holds it. */
+/** Bounds the snapshot each process holds (Redis is read for it in short steps, whatever its size). */
 const SNAPSHOT_MAX_USERS = 20_000;
 const MAX_VOUCHERS = 10_000;
 
@@ -91,9 +92,11 @@ export function createSoldOutCache({ ttlMs, scripts, unitsBack, log }: SoldOutCa
     try {
       const s = await scripts.soldOutSnapshot(voucherId, SNAPSHOT_MAX_USERS);
       if (startedAt <= flag.forgottenAt) return; // units came back meanwhile
+      // Still growing: no snapshot, and a later flag lifetime reads again.
+      if (!s) return;
       flag.snapshot = s.tooLarge
         ? { version: s.version, keyed: null, waiting: null }
-        : { version: s.version, keyed: new Set(s.keyedUsers), waiting: new Set(s.waitingUsers) };
+        : { version: s.version, keyed: s.keyedUsers, waiting: s.waitingUsers };
     } catch (err) {
       log.warn({ err, voucherId: voucherId.toString() }, 'sold-out snapshot not read; those claims go to Redis');
     } finally {

@@ -107,7 +107,7 @@ local function takeTokens(userBucket)
 end
 
 -- SOLD_OUT, telling API processes whether nobody at all can get a unit or a waitlist place now,
--- and which users may hear something else (the version of snapshot-3.lua's answer).
+-- and which users may hear something else (the version of the sold-out snapshot, scripts/admission.ts).
 local function soldOut(waitlisted, waitlistFull)
   local closed = 0
   if stock < 1 and waitlistFull then closed = 1 end
