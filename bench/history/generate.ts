@@ -3,9 +3,12 @@
 // own warm path (VoucherRedisState.rewarm) under a key prefix of its own.
 //   node --import tsx bench/history/generate.ts --database mysql://root@127.0.0.1:3306/history_year
 //        [--orders 10000000] [--vouchers 20000] [--users N] [--live 100] [--redis URL] [--prefix P]
+//        [--private-server mariadb|postgres [--buffer-pool 4G] [--keep]]
 // Without --redis it warms into a private redis-server of its own, which it stops at the end (the
 // state is rebuilt by the same path whenever a server starts on the database). The database is
-// left in place; it must not exist before.
+// left in place; it must not exist before. With --private-server, --database is a name only (by
+// default history_year) on a database server of its own (private-server.ts), which is stopped and
+// removed at the end unless --keep leaves it running with the year.
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
@@ -16,6 +19,7 @@ import { createDb, migrateDatabase } from '../../src/infra/db/database.js';
 import { kindOf } from '../../src/vouchers/kinds.js';
 import { startPrivateRedis } from '../../test/support/private-redis.js';
 import { createLoader, nullable, timeText } from './load.js';
+import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, type PrivateServer, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
 import { activeUnits, buyersOf, holds, initialStock, OrderIds, ordersOf, planYear, quantityOf, statusOf, type Year } from './year.js';
 
 export interface GenerateOptions {
@@ -224,20 +228,28 @@ async function main(): Promise<void> {
       prefix: { type: 'string' },
       check: { type: 'boolean', default: true },
       'no-check': { type: 'boolean', default: false },
+      'private-server': { type: 'string' },
+      'buffer-pool': { type: 'string', default: DEFAULT_BUFFER_POOL },
+      keep: { type: 'boolean', default: false },
     },
   });
-  if (!v.database) throw new Error('--database mysql://…/<name> or postgres://…/<name> is required');
+  const dbName = v.database ?? 'history_year';
+  if (v['private-server'] && !/^\w+$/.test(dbName)) throw new Error('with --private-server, --database is a database name (default history_year)');
+  if (!v['private-server'] && !v.database) throw new Error('--database mysql://…/<name> or postgres://…/<name> is required');
   const int = (name: string, raw: string | undefined, min: number) => {
     const n = Number(raw);
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
     return n;
   };
-  await assertFreshName(v.database);
   const own = v.redis ? null : await startPrivateRedis();
-  const prefix = v.prefix ?? `history_${new URL(v.database).pathname.slice(1)}`;
+  let privateServer: PrivateServer | null = null;
   try {
+    if (v['private-server']) privateServer = await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']!), keep: v.keep! });
+    const database = privateServer ? `${privateServer.url}/${dbName}` : v.database!;
+    const prefix = v.prefix ?? `history_${new URL(database).pathname.slice(1)}`;
+    await assertFreshName(database);
     const g = await generateYear({
-      databaseUrl: v.database,
+      databaseUrl: database,
       orders: int('orders', v.orders, 0),
       vouchers: int('vouchers', v.vouchers, 1),
       live: int('live', v.live, 0),
@@ -246,14 +258,16 @@ async function main(): Promise<void> {
       log: (line) => console.log(line),
     });
     console.log(`total ${g.seconds.total} s (migrations ${g.seconds.migrate} s, analyze ${g.seconds.analyze} s); ${g.year.users} buyers; hot voucher ${g.hotVoucher}; long-history buyer ${g.longBuyer}; Redis prefix ${prefix}`);
+    console.log(`database: ${settingsLine(await readServerSettings(database, v.redis ?? own!.url))}`);
     if (!v['no-check']) {
       const at = performance.now();
-      const problems = await checkYear(v.database);
+      const problems = await checkYear(database);
       console.log(problems.length ? `CHECK FAILED: ${problems.join('; ')}` : `check (${seconds(at)} s): stock = initial − active units for every voucher; user quantities = active units; no buyer over the limit; every failed order has a reason; order counts (where kept) = the orders`);
       if (problems.length) process.exitCode = 1;
     }
   } finally {
     await own?.stop();
+    privateServer?.close();
   }
 }
 

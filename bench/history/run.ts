@@ -3,24 +3,28 @@
 // rounds on one private redis-server, then a table of medians and ratios (year / empty).
 //   node --import tsx bench/history/run.ts --orders 1000000 [--database-server postgres://postgres@127.0.0.1:5432]
 //        [--vouchers 20000] [--live 100] [--rounds 2] [--claims 20000] [--keep] [--year <url of a kept year>]
-// Both databases are created under names of their own and dropped at the end unless --keep.
+//        [--private-server mariadb|postgres [--buffer-pool 4G]]
+// Both databases are created under names of their own and dropped at the end unless --keep. With
+// --private-server they are on a database server of the bench's own (private-server.ts), which
+// goes with them unless --keep.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createDb, dropDatabase } from '../../src/infra/db/database.js';
 import { startPrivateRedis } from '../../test/support/private-redis.js';
-import { readDurability } from '../drain/probes.js';
-import { Redis } from 'ioredis';
 import { assertFreshName, checkYear, generateYear } from './generate.js';
 import { describeStore, type Figures, measureStore, type Sizes, type StoreRef } from './measure.js';
+import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
 
 const { values: v } = parseArgs({
   options: {
     orders: { type: 'string', default: '1000000' },
     vouchers: { type: 'string', default: '20000' },
     live: { type: 'string', default: '100' },
-    'database-server': { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
+    'database-server': { type: 'string' },
+    'private-server': { type: 'string' },
+    'buffer-pool': { type: 'string', default: DEFAULT_BUFFER_POOL },
     rounds: { type: 'string', default: '2' },
     claims: { type: 'string', default: '20000' },
     connections: { type: 'string', default: '64' },
@@ -46,7 +50,11 @@ const sizes: Sizes = {
   streams: int('streams', 0),
   reads: int('reads', 10),
 };
-const server = v['database-server']!.replace(/\/$/, '');
+if (v['private-server'] && (v['database-server'] || v.year)) throw new Error('--private-server starts the server: give neither --database-server nor --year');
+const privateServer = v['private-server']
+  ? await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']!), keep: v.keep! })
+  : null;
+const server = (privateServer?.url ?? v['database-server'] ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
 const names = { empty: `${server}/history_${process.pid}_empty`, year: v.year ?? `${server}/history_${process.pid}_year` };
 
 /** Rows of the table: label, figure key, unit, which way is better, and the target on year / empty. */
@@ -120,16 +128,13 @@ async function main(): Promise<void> {
       const db = createDb(names[label], 1);
       try {
         stores.push({ label, databaseUrl: names[label], redisUrl: redis.url, ...(await describeStore(db)) });
-        if (label === 'year') {
-          const probe = new Redis(redis.url);
-          const d = await readDurability(db, probe);
-          probe.disconnect();
-          console.log(`database: ${d.version}; ${Object.entries(d.settings).map(([k, val]) => `${k}=${val}`).join(', ')}`);
-        }
       } finally {
         await db.destroy();
       }
     }
+    const settings = await readServerSettings(names.year, redis.url);
+    const ranOn = `${privateServer ? `a private ${privateServer.kind} server` : `the server at ${server}`}: ${settingsLine(settings)}`;
+    console.log(`database: ${ranOn}`);
     const results: Record<'empty' | 'year', Figures[]> = { empty: [], year: [] };
     const raw: unknown[] = [];
     for (let r = 0; r < rounds; r++) {
@@ -145,9 +150,11 @@ async function main(): Promise<void> {
       }
     }
     console.log(`\n${orders.toLocaleString('en-US')} orders over ${vouchers.toLocaleString('en-US')} vouchers (${live} live), ${sizes.claims} claims over ${sizes.connections} connections, ${sizes.expiries} expiries, drain of ${sizes.drain}; medians of ${rounds} round(s) (each round's figure in brackets)\n`);
+    console.log(`database: ${ranOn}\n`);
     console.log(table(results));
     console.log(`\nwall ${Math.round((performance.now() - started) / 1000)} s`);
-    if (v.json) writeFileSync(v.json, JSON.stringify({ argv: process.argv.slice(2), sizes, raw }, null, 2));
+    const database = { server: privateServer ? 'private' : server, ...settings };
+    if (v.json) writeFileSync(v.json, JSON.stringify({ argv: process.argv.slice(2), sizes, database, raw }, null, 2));
   } finally {
     await redis.stop();
     if (!v.keep) {
@@ -157,4 +164,8 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+try {
+  await main();
+} finally {
+  privateServer?.close();
+}
