@@ -1,6 +1,7 @@
-// `seckill bench`: a flash sale against a running deployment, judged against both of its stores.
-// Flags → the bench engine (src/loadgen) → a table, JSON and/or an HTML report. Exit code 1 when
-// the verdict fails (oversold, lost, duplicated, or any other check).
+// `seckill bench`: a flash sale against a running deployment, judged against both of its stores;
+// with --queue, a queued drop (buyers join a pre-queue, drawn at the start). Flags → the bench
+// engine (src/loadgen) → a table, JSON and/or an HTML report. Exit code 1 when the verdict fails
+// (oversold, lost, duplicated, the draw not re-checked, or any other check).
 import { writeFile } from 'node:fs/promises';
 import type { Config } from '../config.js';
 import { parseId } from '../id-text.js';
@@ -9,6 +10,7 @@ import { type Credentials, mintCredentials, readTokenFile } from '../loadgen/cre
 import type { VoucherKind } from '../loadgen/deployment.js';
 import { htmlReport } from '../loadgen/html-report.js';
 import { machineInfo } from '../loadgen/machine.js';
+import { runQueueBench } from '../loadgen/queue-drop.js';
 import { compareText, machineLine, runText } from '../loadgen/text-report.js';
 
 export interface BenchFlags {
@@ -31,6 +33,8 @@ export interface BenchFlags {
   pay: string;
   drainTimeout: string;
   compare?: boolean;
+  queue?: boolean;
+  drawIn?: string;
   json?: boolean;
   report?: string;
   progress: boolean;
@@ -68,9 +72,27 @@ async function credentials(config: Config, flags: BenchFlags): Promise<Credentia
   return mintCredentials({ secret: flags.secret ?? config.jwtSecret, buyers: users ?? DEFAULT_BUYERS, firstUserId, ttlSeconds: TOKEN_TTL_S });
 }
 
+/** Flags that cannot go with --queue, or that need it. */
+function queueFlags(flags: BenchFlags): void {
+  if (flags.drawIn !== undefined && !flags.queue) throw new Error('--draw-in sets the start of a queue voucher: it needs --queue');
+  if (!flags.queue) return;
+  if (flags.compare) throw new Error('--queue drives one queued drop; it cannot take --compare');
+  if (flags.kind !== 'seckill') throw new Error(`queue vouchers are seckill vouchers; --queue cannot take --kind ${flags.kind}`);
+  if (flags.requests !== undefined || flags.duration !== undefined) throw new Error('with --queue every buyer joins once; --requests and --duration do not apply');
+  // Units that expire go to the next places of the queue: the unpaid ones never settle as expired.
+  if (fraction('pay', flags.pay) > 0) throw new Error('--pay cannot go with --queue: an unpaid unit goes to the next place of the queue, it does not come back as stock');
+  if (flags.drawIn !== undefined && flags.voucher) throw new Error('--draw-in sets the start of the voucher the bench creates; a --voucher keeps its own');
+}
+
+export interface CliBenchOptions extends Omit<BenchOptions, 'signal'> {
+  queue: boolean;
+  drawInSeconds?: number;
+}
+
 /** The engine's options from the flags (everything validated before any load is sent). */
-export async function benchOptions(config: Config, flags: BenchFlags): Promise<Omit<BenchOptions, 'signal'>> {
+export async function benchOptions(config: Config, flags: BenchFlags): Promise<CliBenchOptions> {
   if (flags.compare && flags.voucher) throw new Error('--compare creates one voucher per kind; it cannot take --voucher');
+  queueFlags(flags);
   const voucherId = flags.voucher === undefined ? undefined : parseId(flags.voucher)?.toString();
   if (flags.voucher !== undefined && !voucherId) throw new Error(`--voucher must be a positive 64-bit decimal id, got "${flags.voucher}"`);
   const url = flags.url ?? `http://${config.host}:${config.port}`;
@@ -92,6 +114,8 @@ export async function benchOptions(config: Config, flags: BenchFlags): Promise<O
     payShare: fraction('pay', flags.pay),
     drainTimeoutMs: count('drain-timeout', flags.drainTimeout, 1) * 1000,
     progress: flags.progress ? process.stderr : null,
+    queue: Boolean(flags.queue),
+    drawInSeconds: flags.drawIn === undefined ? undefined : count('draw-in', flags.drawIn, 1),
   };
 }
 
@@ -109,7 +133,8 @@ export async function bench(config: Config, flags: BenchFlags): Promise<void> {
   process.once('SIGINT', onSigint);
   let runs: BenchRun[];
   try {
-    runs = flags.compare ? await runCompare({ ...options, signal: stop.signal }) : [await runBench({ ...options, signal: stop.signal })];
+    const o = { ...options, signal: stop.signal };
+    runs = flags.compare ? await runCompare(o) : [await (options.queue ? runQueueBench(o) : runBench(o))];
   } finally {
     process.off('SIGINT', onSigint);
   }

@@ -1,7 +1,8 @@
 // The bench engine behind `seckill bench` and `seckill demo`: one run is a sale against a running
 // deployment, told as a story: take (or create) a voucher → drive the buyers → wait until every
 // order is stored → ask the deployment to audit both stores → optionally pay some orders and let
-// the rest expire → judge. `compare` runs the same buyers against each kind of voucher.
+// the rest expire → judge. `compare` runs the same buyers against each kind of voucher; a queued
+// drop (queue-drop.ts) drives its buyers through the same `sell`.
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Credentials } from './credentials.js';
@@ -12,6 +13,7 @@ import { type CpuWindow, measureCpu } from './machine.js';
 import { type MonitorSample, VoucherMonitor } from './monitor.js';
 import { type PaymentReport, payAndLetExpire } from './payments.js';
 import { RequestPlan } from './plan.js';
+import type { QueueFigures } from './queue-drop.js';
 import { ProgressLine } from './progress.js';
 import { SaleRecorder, type ClientCounts } from './recorder.js';
 import type { TimelinePoint } from './timeline.js';
@@ -84,6 +86,8 @@ export interface BenchRun {
   };
   audit: VoucherAudit;
   payments: (PaymentReport & { audit: VoucherAudit }) | null;
+  /** A queued drop's draw (load: the joins; client: the buyers' standings after the draw). */
+  queue: QueueFigures | null;
   verdict: Verdict;
   charts: {
     timeline: TimelinePoint[];
@@ -93,11 +97,22 @@ export interface BenchRun {
 }
 
 async function voucherFor(deployment: Deployment, o: BenchOptions): Promise<VoucherView> {
-  if (o.voucherId) return deployment.voucher(o.voucherId);
-  return deployment.createVoucher({ kind: o.kind, stock: o.stock, paymentTimeoutSeconds: o.paymentTimeoutSeconds });
+  if (!o.voucherId) return deployment.createVoucher({ kind: o.kind, stock: o.stock, paymentTimeoutSeconds: o.paymentTimeoutSeconds });
+  const voucher = await deployment.voucher(o.voucherId);
+  // Its claims would all be refused (QUEUE_REQUIRED): buyers join its queue instead.
+  if (voucher.queue) throw new Error(`voucher ${voucher.id} is a queue voucher: bench it with --queue`);
+  return voucher;
 }
 
-interface Sale {
+/** The voucher route every buyer calls, once or more (the plan), and its name on the progress line. */
+export interface BuyerRoute {
+  /** Under /api/vouchers/:id/. */
+  path: 'orders' | 'queue' | 'queue/me';
+  method: 'POST' | 'GET';
+  label: string;
+}
+
+export interface Sale {
   recorder: SaleRecorder;
   monitor: VoucherMonitor;
   window: LoadWindow;
@@ -108,7 +123,12 @@ interface Sale {
 }
 
 /** The load, with the live progress line, then the wait until every admitted order is stored. */
-async function sell(deployment: Deployment, voucher: VoucherView, o: BenchOptions): Promise<Sale> {
+export async function sell(
+  deployment: Deployment,
+  voucher: VoucherView,
+  o: BenchOptions,
+  route: BuyerRoute = { path: 'orders', method: 'POST', label: voucher.kind },
+): Promise<Sale> {
   const plan = new RequestPlan({
     buyers: o.credentials.buyers.length,
     repeatShare: o.repeatShare,
@@ -121,7 +141,7 @@ async function sell(deployment: Deployment, voucher: VoucherView, o: BenchOption
   const monitor = new VoucherMonitor(deployment, voucher.id, recorder.startedAt, () => recorder.lastOrderAt);
   const progress =
     o.progress &&
-    new ProgressLine(o.progress, voucher.kind, { requests, seconds: o.seconds }, () => ({
+    new ProgressLine(o.progress, route.label, { requests, seconds: o.seconds }, () => ({
       answered: recorder.latency.count,
       orders: recorder.orderIds.length,
       available: monitor.latest?.available,
@@ -134,7 +154,8 @@ async function sell(deployment: Deployment, voucher: VoucherView, o: BenchOption
   const window = await driveLoad(
     {
       origin: new URL(o.url).origin,
-      path: deployment.path(`/api/vouchers/${voucher.id}/orders`),
+      path: deployment.path(`/api/vouchers/${voucher.id}/${route.path}`),
+      method: route.method,
       connections: o.connections,
       requests,
       seconds: o.seconds,
@@ -164,42 +185,52 @@ async function payAndAudit(deployment: Deployment, voucher: VoucherView, recorde
   return { ...report, audit: await deployment.audit(voucher.id, recorder.orderIds) };
 }
 
+export function setupOf(o: BenchOptions, voucher: VoucherView, requests: number | undefined): BenchRun['setup'] {
+  return {
+    buyers: o.credentials.buyers.length,
+    connections: o.connections,
+    requests: requests ?? null,
+    seconds: o.seconds ?? null,
+    repeatShare: o.repeatShare,
+    sameKeyShare: o.sameKeyShare,
+    seed: o.seed,
+    stock: voucher.stock,
+    perUserLimit: voucher.perUserLimit,
+    paymentTimeoutSeconds: voucher.paymentTimeoutSeconds,
+    payShare: o.payShare,
+  };
+}
+
+/** The load's figures: answers, their rate, latencies and outcomes, the CPU spent. */
+export function loadOf({ recorder, window, cpu }: Sale): BenchRun['load'] {
+  const seconds = (window.endedAt - window.startedAt) / 1000;
+  return {
+    sent: window.sent,
+    seconds,
+    throughput: recorder.latency.count / seconds,
+    latency: recorder.latency.summary(),
+    outcomes: Object.fromEntries([...recorder.outcomes].sort((a, b) => b[1] - a[1])),
+    cpu,
+  };
+}
+
 export async function runBench(o: BenchOptions): Promise<BenchRun> {
   const deployment = new Deployment(o.url, o.credentials.admin);
   try {
     const voucher = await voucherFor(deployment, o);
     const baseline: Baseline = { available: voucher.available, stats: await deployment.stats(voucher.id) };
-    const { recorder, monitor, window, cpu, requests, drainLagMs } = await sell(deployment, voucher, o);
+    const sale = await sell(deployment, voucher, o);
+    const { recorder, monitor, window, requests, drainLagMs } = sale;
     const audit = await deployment.audit(voucher.id, recorder.orderIds);
     const payments = o.payShare > 0 ? await payAndAudit(deployment, voucher, recorder, o) : null;
 
     const client = recorder.counts(voucher.perUserLimit);
-    const seconds = (window.endedAt - window.startedAt) / 1000;
     return {
       kind: voucher.kind,
       voucherId: voucher.id,
       url: o.url,
-      setup: {
-        buyers: o.credentials.buyers.length,
-        connections: o.connections,
-        requests: requests ?? null,
-        seconds: o.seconds ?? null,
-        repeatShare: o.repeatShare,
-        sameKeyShare: o.sameKeyShare,
-        seed: o.seed,
-        stock: voucher.stock,
-        perUserLimit: voucher.perUserLimit,
-        paymentTimeoutSeconds: voucher.paymentTimeoutSeconds,
-        payShare: o.payShare,
-      },
-      load: {
-        sent: window.sent,
-        seconds,
-        throughput: client.answered / seconds,
-        latency: recorder.latency.summary(),
-        outcomes: Object.fromEntries([...recorder.outcomes].sort((a, b) => b[1] - a[1])),
-        cpu,
-      },
+      setup: setupOf(o, voucher, requests),
+      load: loadOf(sale),
       client,
       sale: {
         availableAtStart: baseline.available,
@@ -208,6 +239,7 @@ export async function runBench(o: BenchOptions): Promise<BenchRun> {
       },
       audit,
       payments,
+      queue: null,
       verdict: judge({ baseline, perUserLimit: voucher.perUserLimit, client, drainLagMs, audit, payments: payments ? { report: payments, audit: payments.audit } : undefined }),
       charts: { timeline: recorder.timeline.points(window.endedAt), stock: monitor.samples, distribution: recorder.latency.distribution() },
     };

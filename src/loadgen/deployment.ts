@@ -4,9 +4,10 @@ import type { VoucherAudit } from '../consistency/audit.js';
 import { JsonClient, type JsonResponse } from './http-client.js';
 import type { VoucherKind } from '../infra/db/types.js';
 import type { VoucherStats } from '../consistency/stats.js';
+import type { QueueSummary } from '../queue/queue.js';
 
-// The admin routes answer with these shapes as JSON (all numbers and strings, no bigint).
-export type { VoucherAudit, VoucherKind, VoucherStats };
+// The admin and public routes answer with these shapes as JSON (all numbers and strings, no bigint).
+export type { QueueSummary, VoucherAudit, VoucherKind, VoucherStats };
 
 export interface VoucherView {
   id: string;
@@ -16,12 +17,17 @@ export interface VoucherView {
   available: number;
   perUserLimit: number;
   paymentTimeoutSeconds: number;
+  beginAt: string;
+  /** A queue voucher's: buyers join its pre-queue from opensAt, drawn at beginAt. */
+  queue: { opensAt: string } | null;
 }
 
 export interface NewVoucher {
   kind: VoucherKind;
   stock: number;
   paymentTimeoutSeconds: number;
+  /** A queue voucher whose pre-queue opens now and is drawn at this start (default: on sale now, no queue). */
+  queuedUntil?: Date;
 }
 
 /** An admin call the deployment refused (unexpected status) or did not answer. */
@@ -43,34 +49,46 @@ export class Deployment {
     return `${new URL(this.baseUrl).pathname.replace(/\/$/, '')}${route}`;
   }
 
-  private async call(method: string, route: string, body?: unknown, authorization = this.admin): Promise<JsonResponse> {
+  /** `authorization` null: as anyone (a public route). */
+  private async call(method: string, route: string, body?: unknown, authorization: string | null = this.admin): Promise<JsonResponse> {
     try {
-      return await this.client.request(method, this.path(route), { body, headers: { authorization } });
+      return await this.client.request(method, this.path(route), { body, headers: authorization === null ? {} : { authorization } });
     } catch (err) {
       throw new DeploymentError(`${method} ${route}: ${(err as Error).message} (is the deployment at ${this.baseUrl} running?)`);
     }
   }
 
-  private async expect<T>(method: string, route: string, status: number, body?: unknown): Promise<T> {
-    const res = await this.call(method, route, body);
+  private async expect<T>(method: string, route: string, status: number, body?: unknown, authorization?: string | null): Promise<T> {
+    const res = await this.call(method, route, body, authorization);
     if (res.status !== status) throw new DeploymentError(`${method} ${route}: ${res.status} ${String(res.body.code ?? '')} ${String(res.body.message ?? '')}`.trim());
     return res.body as T;
   }
 
-  createVoucher({ kind, stock, paymentTimeoutSeconds }: NewVoucher): Promise<VoucherView> {
+  createVoucher({ kind, stock, paymentTimeoutSeconds, queuedUntil }: NewVoucher): Promise<VoucherView> {
     const now = Date.now();
+    const beginAt = queuedUntil?.getTime() ?? now - 1000;
     return this.expect('POST', '/api/vouchers', 201, {
-      title: `seckill bench: ${kind}, ${stock} units`,
+      title: `seckill bench: ${kind}, ${stock} units${queuedUntil ? ', queued' : ''}`,
       kind,
       stock,
       paymentTimeoutSeconds,
-      beginAt: new Date(now - 1000).toISOString(),
-      endAt: new Date(now + SALE_HOURS * 3_600_000).toISOString(),
+      beginAt: new Date(beginAt).toISOString(),
+      endAt: new Date(beginAt + SALE_HOURS * 3_600_000).toISOString(),
+      ...(queuedUntil ? { queue: { opensAt: new Date(now - 1000).toISOString() } } : {}),
     });
   }
 
   voucher(id: string): Promise<VoucherView> {
     return this.expect('GET', `/api/vouchers/${id}`, 200);
+  }
+
+  /** A public route's answer, read as anyone would (no token). */
+  publicGet<T = Record<string, unknown>>(route: string): Promise<T> {
+    return this.expect('GET', route, 200, undefined, null);
+  }
+
+  queueSummary(id: string): Promise<QueueSummary> {
+    return this.publicGet(`/api/vouchers/${id}/queue`);
   }
 
   stats(id: string): Promise<VoucherStats> {

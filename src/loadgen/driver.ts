@@ -1,7 +1,8 @@
-// The load itself: `connections` keep-alive connections, each sending the plan's next claim as
-// soon as its previous one is answered (closed loop), until the request count or the duration is
-// reached. It then stops sending and lets every request in flight finish, so each order the
-// server handed out is seen and counted (a cut-off run would hide admissions from the audit).
+// The load itself: `connections` keep-alive connections, each sending the plan's next request (a
+// claim, a queue join, a buyer's read of their standing) as soon as its previous one is answered
+// (closed loop), until the request count or the duration is reached. It then stops sending and
+// lets every request in flight finish, so each order the server handed out is seen and counted
+// (a cut-off run would hide admissions from the audit).
 //
 // undici's Pool.dispatch with a small handler per request rather than autocannon: it stops
 // without cutting off requests in flight (autocannon needs an internal field for that), it adds no
@@ -16,8 +17,10 @@ import type { SaleRecorder } from './recorder.js';
 export interface LoadOptions {
   /** http://host:port of the deployment. */
   origin: string;
-  /** Path of the claim route of the voucher. */
+  /** Path of the route every buyer calls (the voucher's claim route, its queue, …). */
   path: string;
+  /** POST with an empty JSON body and the plan's Idempotency-Key (default), or GET. */
+  method?: 'POST' | 'GET';
   connections: number;
   /** Stop after this many requests … */
   requests?: number;
@@ -37,10 +40,10 @@ export interface LoadWindow {
 
 /** After a transport error a connection pauses briefly, so a dead server is not hammered in a spin. */
 const FAILURE_PAUSE_MS = 10;
-const CLAIM_BODY = '{}';
+const POST_BODY = '{}';
 
-/** One claim in flight: collects the answer and hands it to the recorder. */
-class ClaimCall implements Dispatcher.DispatchHandlers {
+/** One request in flight: collects the answer and hands it to the recorder. */
+class BuyerCall implements Dispatcher.DispatchHandlers {
   private status = 0;
   private readonly chunks: Buffer[] = [];
   private readonly began = performance.now();
@@ -80,6 +83,7 @@ export async function driveLoad(o: LoadOptions, plan: RequestPlan, credentials: 
   const pool = new Pool(o.origin, { connections: o.connections, pipelining: 1, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs });
   const limit = Math.min(o.requests ?? Infinity, plan.length);
   const deadline = o.seconds === undefined ? Infinity : recorder.startedAt + o.seconds * 1000;
+  const post = o.method !== 'GET';
   let sent = 0;
   try {
     await new Promise<void>((resolve) => {
@@ -90,13 +94,12 @@ export async function driveLoad(o: LoadOptions, plan: RequestPlan, credentials: 
           return;
         }
         const request = plan.at(sent++);
-        const headers = [
-          'content-type', 'application/json',
-          'authorization', credentials.buyers[request.buyer]!,
-          'idempotency-key', request.idempotencyKey,
-        ];
-        const call = new ClaimCall(request, recorder, (failed) => (failed ? setTimeout(send, FAILURE_PAUSE_MS) : send()));
-        pool.dispatch({ method: 'POST', path: o.path, headers, body: CLAIM_BODY }, call);
+        const authorization = credentials.buyers[request.buyer]!;
+        const call = new BuyerCall(request, recorder, (failed) => (failed ? setTimeout(send, FAILURE_PAUSE_MS) : send()));
+        if (post) {
+          const headers = ['content-type', 'application/json', 'authorization', authorization, 'idempotency-key', request.idempotencyKey];
+          pool.dispatch({ method: 'POST', path: o.path, headers, body: POST_BODY }, call);
+        } else pool.dispatch({ method: 'GET', path: o.path, headers: ['authorization', authorization] }, call);
       };
       for (let lane = 0; lane < o.connections; lane++) send();
     });

@@ -3,7 +3,7 @@
 import type { BenchRun } from './bench.js';
 import type { MachineInfo } from './machine.js';
 import { escapeHtml as esc, lineChart, type Series, type Tick } from './svg-chart.js';
-import { compareRows, cpuLine, machineLine, setupLine, verdictLines } from './text-report.js';
+import { compareRows, cpuLine, drawRows, machineLine, setupLine, verdictLines } from './text-report.js';
 
 const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd'];
 
@@ -35,11 +35,12 @@ function runSection(run: BenchRun): string {
   if (t.some((p) => p.failureRate > 0)) rateSeries.push({ name: 'no answer/s', color: COLORS[1]!, points: t.map((p) => [p.t, p.failureRate]) });
   const verdict = verdictLines(run);
   return `<section>
-<h2>${esc(run.kind)} voucher ${esc(run.voucherId)} — <span class="${run.verdict.ok ? 'pass' : 'fail'}">${run.verdict.ok ? 'PASS' : 'FAIL'}</span></h2>
+<h2>${esc(run.kind)} voucher ${esc(run.voucherId)}${run.queue ? ' (queued drop)' : ''} — <span class="${run.verdict.ok ? 'pass' : 'fail'}">${run.verdict.ok ? 'PASS' : 'FAIL'}</span></h2>
 <p>${esc(setupLine(run))}<br>${esc(cpuLine(run))}</p>
 <div class="cols">
 <div><h3>Figures</h3>${htmlTable(compareRows([run]))}</div>
 <div><h3>Answers</h3>${htmlTable([['answer', 'count'], ...Object.entries(run.load.outcomes).map(([k, n]) => [k, n.toLocaleString('en-US')])])}</div>
+${run.queue ? `<div><h3>Draw</h3>${htmlTable([['', ''], ...drawRows(run, run.queue)])}</div>` : ''}
 </div>
 <h3>Verdict</h3>
 <pre>${esc(verdict.join('\n'))}</pre>

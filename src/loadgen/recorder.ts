@@ -61,9 +61,11 @@ export class SaleRecorder {
   answer(request: PlannedRequest, status: number, body: string, ms: number, now: number): void {
     this.answered++;
     this.latency.recordMs(ms);
-    const orderId = status === 201 || status === 202 ? stringField(body, '"orderId":"') : null;
+    // Any success naming an order: a claim's 201/202, a queue join or standing once admitted.
+    const orderId = status >= 200 && status < 300 ? stringField(body, '"orderId":"') : null;
     const fresh = orderId !== null && this.order(request, status, orderId, now);
-    if (orderId === null) this.count(`${status} ${stringField(body, '"code":"') ?? 'no code'}`);
+    // An answer without an order is told by its error code, or by its queue state ("202 prequeue").
+    if (orderId === null) this.count(`${status} ${stringField(body, '"code":"') ?? stringField(body, '"state":"') ?? 'no code'}`);
     this.timeline.answer(now, ms, fresh);
   }
 

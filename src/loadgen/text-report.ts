@@ -2,6 +2,7 @@
 import type { BenchRun } from './bench.js';
 import { int, ms, seconds, share } from './format.js';
 import type { MachineInfo } from './machine.js';
+import type { QueueFigures } from './queue-drop.js';
 
 /** Labels in the first column; `figures: 'right'` right-aligns the other columns (counts), 'left' suits prose. */
 function table(rows: string[][], figures: 'left' | 'right', indent = '  '): string[] {
@@ -12,6 +13,12 @@ function table(rows: string[][], figures: 'left' | 'right', indent = '  '): stri
 
 export function setupLine(run: BenchRun): string {
   const s = run.setup;
+  if (run.queue) {
+    return (
+      `${int(s.buyers)} buyers join the pre-queue once, ${s.connections} connections, drawn at ${run.queue.beginAt} ` +
+      `(${run.queue.prequeueS.toFixed(1)} s after the first join); ${int(s.stock)} units, limit ${s.perUserLimit} per buyer`
+    );
+  }
   const until = [s.requests !== null ? `${int(s.requests)} requests` : null, s.seconds !== null ? `${s.seconds} s` : null].filter(Boolean).join(' or ');
   return (
     `${int(s.buyers)} buyers (${share(s.repeatShare)} repeat, ${share(s.sameKeyShare)} of repeats with the same Idempotency-Key), ` +
@@ -28,6 +35,11 @@ export function cpuLine(run: BenchRun): string {
   const busy = c.machineBusyCores === null ? '' : ` · machine busy ${c.machineBusyCores.toFixed(2)} cores`;
   return `bench process ${c.clientUsPerRequest.toFixed(1)} µs CPU/request${busy} · load average ${c.loadAverage1m.toFixed(2)}`;
 }
+
+const latencyLine = (l: BenchRun['load']['latency']) =>
+  `p50 ${ms(l.p50Ms)} · p90 ${ms(l.p90Ms)} · p99 ${ms(l.p99Ms)} · p99.9 ${ms(l.p999Ms)} · max ${ms(l.maxMs)} ms`;
+
+const outcomeList = (outcomes: Record<string, number>) => Object.entries(outcomes).map(([k, n]) => `${k} ${int(n)}`).join(' · ');
 
 export function verdictLines(run: BenchRun): string[] {
   const v = run.verdict;
@@ -55,7 +67,49 @@ function orderStatuses(orders: Record<string, number>): string {
   return Object.entries(orders).filter(([, n]) => n > 0).map(([s, n]) => `${s} ${int(n)}`).join(' · ') || 'none';
 }
 
+const afterStart = (msAfter: number) => `${int(msAfter)} ms after beginAt`;
+
+/** A queued drop's draw, as the bench saw it (text and HTML reports). */
+export function drawRows(run: BenchRun, q: QueueFigures): string[][] {
+  const s = q.standings;
+  return [
+    ['entrants', `${int(q.entrants)} in the pre-queue${q.appended ? `, ${int(q.appended)} joined after the start (a longer --draw-in keeps them in it)` : ''}`],
+    ['ranked', `${afterStart(q.sortedAfterMs)} (drawnAt)`],
+    ['first places admitted', q.admittedAfterMs === null ? 'none due' : `${int(q.drawAdmitted)}, seen ${afterStart(q.admittedAfterMs)}`],
+    ['published', `seed public, seen ${afterStart(q.publishedAfterMs)}`],
+    ['stored', q.storedAfterMs === null ? 'orders still in flight at the drain timeout' : `every admitted order, seen ${afterStart(q.storedAfterMs)}`],
+    ['standings read', `${int(s.sent)} in ${s.seconds.toFixed(2)} s (${int(s.throughput)}/s): ${outcomeList(s.outcomes)}`],
+    ['standing latency', latencyLine(s.latency)],
+    ['admitted', `${int(run.client.orders)} buyers told their order, ${int(q.admitted)} places admitted`],
+  ];
+}
+
+function queueText(run: BenchRun, q: QueueFigures): string {
+  const l = run.load;
+  return [
+    `seckill bench --queue · queue voucher ${run.voucherId} at ${run.url}`,
+    setupLine(run),
+    '',
+    'Joins',
+    ...table([
+      ['joins', `${int(l.sent)} in ${l.seconds.toFixed(2)} s`],
+      ['throughput', `${int(l.throughput)} joins/s`],
+      ['latency', latencyLine(l.latency)],
+      ['CPU', cpuLine(run)],
+    ], 'left'),
+    '',
+    'Answers',
+    ...table(Object.entries(l.outcomes).map(([k, n]) => [k, int(n)]), 'right'),
+    '',
+    'Draw',
+    ...table([...drawRows(run, q), ['stores', stores(run.audit)]], 'left'),
+    '',
+    ...verdictLines(run),
+  ].join('\n');
+}
+
 export function runText(run: BenchRun): string {
+  if (run.queue) return queueText(run, run.queue);
   const l = run.load;
   const lines = [
     `seckill bench · ${run.kind} voucher ${run.voucherId} at ${run.url}`,
@@ -65,7 +119,7 @@ export function runText(run: BenchRun): string {
     ...table([
       ['requests', `${int(l.sent)} in ${l.seconds.toFixed(2)} s`],
       ['throughput', `${int(l.throughput)} answers/s`],
-      ['latency', `p50 ${ms(l.latency.p50Ms)} · p90 ${ms(l.latency.p90Ms)} · p99 ${ms(l.latency.p99Ms)} · p99.9 ${ms(l.latency.p999Ms)} · max ${ms(l.latency.maxMs)} ms`],
+      ['latency', latencyLine(l.latency)],
       ['CPU', cpuLine(run)],
     ], 'left'),
     '',
@@ -89,7 +143,7 @@ export function runText(run: BenchRun): string {
       '',
       'Payments',
       ...table([
-        ['paid', `${int(p.paid)} of ${int(p.attempted)} tried: ${Object.entries(p.outcomes).map(([k, n]) => `${k} ${int(n)}`).join(' · ')}`],
+        ['paid', `${int(p.paid)} of ${int(p.attempted)} tried: ${outcomeList(p.outcomes)}`],
         ['expiry', expiry],
         ['stores after', stores(p.audit)],
       ], 'left'),

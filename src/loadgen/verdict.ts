@@ -1,6 +1,7 @@
 // The verdict of a run: the deployment's own audit of both stores (the invariants of docs/design.md ("Invariants"))
 // read into oversold / lost / duplicated counts, and cross-checked against what the buyers were
 // told, counted on the client's side. Everything here is expected to be zero / true.
+import type { DrawVerdict } from '../queue/verify.js';
 import type { VoucherAudit, VoucherStats } from './deployment.js';
 import type { PaymentReport } from './payments.js';
 import { seconds } from './format.js';
@@ -39,6 +40,8 @@ export interface VerdictInput {
   drainLagMs: number | null;
   audit: VoucherAudit;
   payments?: { report: PaymentReport; audit: VoucherAudit };
+  /** A queued drop: the draw re-checked from what was published, and the places admitted by then. */
+  queue?: { draw: DrawVerdict; placesAdmitted: number };
 }
 
 const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
@@ -54,7 +57,7 @@ function storedDuplicates(audit: VoucherAudit): number {
   return problem ? Number(/^(\d+)/.exec(problem)?.[1] ?? 1) : 0;
 }
 
-export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payments }: VerdictInput): Verdict {
+export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payments, queue }: VerdictInput): Verdict {
   const before = baseline.stats;
   const soldBefore = before.initialStock - before.dbStock;
   const storedNow = sum(audit.orders) - sum(before.orders);
@@ -87,6 +90,13 @@ export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payme
       detail: `database sold ${soldInRun} in this run, buyers were given ${client.orders}${returned ? ` (${returned} returned)` : ''}${client.unanswered ? `, ${client.unanswered} requests unanswered` : ''}`,
     },
   ];
+  if (queue) {
+    checks.push(
+      { name: 'the draw re-checked from what was published', ok: queue.draw.ok, detail: queue.draw.problems.join('; ') },
+      // `orders` here: the buyers whose standing named an order.
+      { name: 'each admitted place shows its buyer the order', ok: client.orders === queue.placesAdmitted, detail: `${client.orders} buyers see an order, ${queue.placesAdmitted} places admitted` },
+    );
+  }
   if (payments) {
     const { report, audit: after } = payments;
     const paidInRun = (after.orders.paid ?? 0) - before.orders.paid;
