@@ -19,6 +19,8 @@ export interface LoadOptions {
   origin: string;
   /** Path of the route every buyer calls (the voucher's claim route, its queue, …). */
   path: string;
+  /** Or the path of each request (claims spread over many vouchers). */
+  pathOf?: (request: PlannedRequest) => string;
   /** POST with an empty JSON body and the plan's Idempotency-Key (default), or GET. */
   method?: 'POST' | 'GET';
   connections: number;
@@ -94,12 +96,13 @@ export async function driveLoad(o: LoadOptions, plan: RequestPlan, credentials: 
           return;
         }
         const request = plan.at(sent++);
+        const path = o.pathOf?.(request) ?? o.path;
         const authorization = credentials.buyers[request.buyer]!;
         const call = new BuyerCall(request, recorder, (failed) => (failed ? setTimeout(send, FAILURE_PAUSE_MS) : send()));
         if (post) {
           const headers = ['content-type', 'application/json', 'authorization', authorization, 'idempotency-key', request.idempotencyKey];
-          pool.dispatch({ method: 'POST', path: o.path, headers, body: POST_BODY }, call);
-        } else pool.dispatch({ method: 'GET', path: o.path, headers: ['authorization', authorization] }, call);
+          pool.dispatch({ method: 'POST', path, headers, body: POST_BODY }, call);
+        } else pool.dispatch({ method: 'GET', path, headers: ['authorization', authorization] }, call);
       };
       for (let lane = 0; lane < o.connections; lane++) send();
     });
