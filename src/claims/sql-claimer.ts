@@ -102,8 +102,8 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: 
     }
     if (q > voucher.stock) throw soldOutError(false);
 
-    await takeStock(trx, voucherId, q);
-    await addHeld(trx, voucherId, new Map([[userId, q]]));
+    await takeStock(trx, new Map([[voucherId, q]]));
+    await addHeld(trx, [{ voucherId, userId, quantity: q }]);
     const orderId = ids.next().toString();
     await trx
       .insertInto('orders')

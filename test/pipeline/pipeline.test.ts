@@ -126,9 +126,9 @@ describe('order pipeline', () => {
       assert.throws(() => insertOrdersSql(d, [{ ...row, userId: '-3' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, quantity: 1.5 }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, createdAt: new Date(1e15) }], 0), RangeError);
-      assert.throws(() => addHeldSql(d, 2n, new Map([["3'", 1]])), TypeError);
+      assert.throws(() => addHeldSql(d, [{ voucherId: 2n, userId: "3'", quantity: 1 }]), TypeError);
     }
-    assert.throws(() => lockHeldSql(2n, ['3', '4) or (1=1']), TypeError);
+    assert.throws(() => lockHeldSql([[2n, ['3', '4) or (1=1']]]), TypeError);
   });
 
   it("the bulk statements' text literals read back as written on this database", async () => {
