@@ -78,7 +78,13 @@ export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payme
     { name: 'every order stored (drained)', ok: drainLagMs !== null, detail: drainLagMs === null ? 'orders still in flight at the drain timeout' : `${seconds(drainLagMs / 1000)} after the last order` },
     { name: 'each order id given to one buyer', ok: client.sharedOrderIds === 0, detail: `${client.sharedOrderIds} shared` },
     { name: 'same Idempotency-Key, same order', ok: client.keyMismatches === 0, detail: `${client.keyMismatches} retries answered with another order` },
-    { name: `no buyer above the limit of ${perUserLimit}`, ok: client.buyersOverLimit === 0, detail: `${client.buyersOverLimit} buyers above it` },
+    // Over the run: a buyer whose order came back (expired, cancelled) may rightly claim again, so
+    // each buyer above the limit needs a unit returned; what buyers hold now is I2's.
+    {
+      name: `no buyer above the limit of ${perUserLimit}`,
+      ok: client.buyersOverLimit <= returned,
+      detail: `${client.buyersOverLimit} buyers were handed more orders than it${returned ? `, with ${returned} order(s) returned during the run` : ''}`,
+    },
     {
       name: 'orders handed out <= units available',
       ok: client.orders <= baseline.available + returned,
