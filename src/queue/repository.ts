@@ -1,10 +1,21 @@
 // A queue voucher's draw in the database: the seed (secret until published), the outcome, and the
-// drawn entrants by place, which `seckill draw verify` and anyone else read back.
+// drawn entrants by place, which `seckill draw verify` and anyone else read back; before the draw,
+// the copy of its pre-queue (prequeue-copy.ts).
+import { sql } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 
 /** Rows per INSERT of the entrant list: 3 parameters each, far below either database's limit. */
 const ENTRANTS_PER_INSERT = 1000;
+
+/** The end of an INSERT INTO queue_prequeue that keeps a row copied before as it is. */
+const KEEP_COPIED = {
+  mysql: 'on duplicate key update user_id = user_id',
+  postgres: 'on conflict (voucher_id, user_id) do nothing',
+} as const;
+
+/** A pre-queue entrant: the user id and when they joined (µs of Redis time, decimal). */
+export type Joined = readonly [userId: string, joinedUs: string];
 
 export interface DrawRow {
   seed: string;
@@ -15,6 +26,7 @@ export interface DrawRow {
 /** A queue that is not closed yet, for the runner. */
 export interface OpenQueue {
   voucherId: bigint;
+  opensAt: Date;
   beginAt: Date;
   endAt: Date;
   drawn: boolean;
@@ -22,9 +34,13 @@ export interface OpenQueue {
 
 export interface QueueRepository {
   draw(voucherId: bigint): Promise<DrawRow | null>;
-  /** Queues not closed whose sale begins before `until` (drawn or not). */
+  /** Queues not closed whose pre-queue opens before `until` (drawn or not). */
   openQueues(until: Date): Promise<OpenQueue[]>;
-  /** Replaces the voucher's entrant list with `order` (place 1 first), in one transaction. */
+  /** Adds entrants to the copy of the voucher's pre-queue (an INSERT per 1,000); an entrant copied before keeps its row. */
+  copyPrequeue(voucherId: bigint, entrants: readonly Joined[]): Promise<void>;
+  /** The copy of the pre-queue by user id, after user `after` (null: from the first), at most `limit`. */
+  prequeueCopy(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
+  /** Replaces the voucher's entrant list with `order` (place 1 first), and drops the pre-queue's copy, in one transaction. */
   saveEntrants(voucherId: bigint, order: readonly string[]): Promise<void>;
   /** Publishes the draw: from now on its seed is public. */
   publish(voucherId: bigint, outcome: { drawnAt: Date; entrants: number; admitted: number }): Promise<void>;
@@ -46,16 +62,36 @@ export function createQueueRepository(db: Db): QueueRepository {
       const rows = await db
         .selectFrom('queue_draws as d')
         .innerJoin('vouchers as v', 'v.id', 'd.voucher_id')
-        .select(['d.voucher_id', 'v.begin_at', 'v.end_at', 'd.drawn_at'])
+        .select(['d.voucher_id', 'v.queue_opens_at', 'v.begin_at', 'v.end_at', 'd.drawn_at'])
         .where('d.closed_at', 'is', null)
-        .where('v.begin_at', '<=', until)
+        .where('v.queue_opens_at', '<=', until)
         .execute();
-      return rows.map((r) => ({ voucherId: BigInt(r.voucher_id), beginAt: r.begin_at, endAt: r.end_at, drawn: r.drawn_at !== null }));
+      return rows.map((r) => ({ voucherId: BigInt(r.voucher_id), opensAt: r.queue_opens_at!, beginAt: r.begin_at, endAt: r.end_at, drawn: r.drawn_at !== null }));
+    },
+    async copyPrequeue(voucherId, entrants) {
+      const id = voucherId.toString();
+      const keep = sql.raw(KEEP_COPIED[dialectOf(db).name]);
+      for (let i = 0; i < entrants.length; i += ENTRANTS_PER_INSERT) {
+        const rows = entrants.slice(i, i + ENTRANTS_PER_INSERT).map(([userId, joinedUs]) => ({ voucher_id: id, user_id: userId, joined_us: joinedUs }));
+        await db.insertInto('queue_prequeue').values(rows).modifyEnd(keep).execute();
+      }
+    },
+    async prequeueCopy(voucherId, after, limit) {
+      const rows = await db
+        .selectFrom('queue_prequeue')
+        .select(['user_id', 'joined_us'])
+        .where('voucher_id', '=', voucherId.toString())
+        .$if(after !== null, (q) => q.where('user_id', '>', after!))
+        .orderBy('user_id')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => [r.user_id, r.joined_us] as const);
     },
     async saveEntrants(voucherId, order) {
       const id = voucherId.toString();
       await db.transaction().execute(async (trx) => {
         await trx.deleteFrom('queue_entrants').where('voucher_id', '=', id).execute();
+        await trx.deleteFrom('queue_prequeue').where('voucher_id', '=', id).execute();
         for (let i = 0; i < order.length; i += ENTRANTS_PER_INSERT) {
           const rows = order.slice(i, i + ENTRANTS_PER_INSERT).map((userId, j) => ({ voucher_id: id, position: i + j + 1, user_id: userId }));
           await trx.insertInto('queue_entrants').values(rows).execute();

@@ -73,11 +73,11 @@ export function registerQueueRoutes(app: App, { guards, queue, repository }: Que
       onRequest: guards.user,
       schema: {
         tags: ['queue'],
-        summary: 'Your place in the queue (404 NOT_IN_QUEUE when you never joined)',
+        summary: 'Your place in the queue (404 NOT_IN_QUEUE when you are not in it: join)',
         params: IdParams,
         response: {
           200: Standing,
-          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, 404: 'NOT_IN_QUEUE: you never joined this queue; VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue' }),
+          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.user, 404: 'NOT_IN_QUEUE: you are not in this queue (never joined, or joined just before Redis lost its data: join again); VOUCHER_NOT_FOUND: no voucher has this id; QUEUE_NOT_OFFERED: the voucher has no queue' }),
         },
       },
     },

@@ -27,7 +27,7 @@ describe('queue vouchers: seckill draw verify', () => {
     const users = range(5_000, 300);
     const joinAll = (list: number[]) => Promise.all(list.map((u) => t.c.queue.join(BigInt(v.id), BigInt(u))));
     await joinAll(users.slice(0, 250));
-    // The draw ranks the entrants so far 2 s before the start; these join after that, before the start.
+    // The draw ranks the entrants so far 3 s before the start; these join after that, before the start.
     await new Promise((r) => setTimeout(r, beginAt.getTime() - 700 - Date.now()));
     await joinAll(users.slice(250, 299));
     // One more with a join time from before the others (a clock set back): the draw must count it in too.

@@ -110,6 +110,17 @@ export interface QueueEntrantsTable {
   user_id: Id;
 }
 
+/**
+ * A queue voucher's pre-queue as copied from Redis while it is open (queue/prequeue-copy.ts), one
+ * row per entrant; the draw's entrant list replaces it.
+ */
+export interface QueuePrequeueTable {
+  voucher_id: Id;
+  user_id: Id;
+  /** When the buyer joined: µs of Redis time, a 64-bit integer as a decimal string. */
+  joined_us: ColumnType<string, string, string>;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
@@ -119,4 +130,5 @@ export interface Database {
   voucher_order_counts: VoucherOrderCountsTable;
   queue_draws: QueueDrawsTable;
   queue_entrants: QueueEntrantsTable;
+  queue_prequeue: QueuePrequeueTable;
 }

@@ -7,6 +7,7 @@ import * as orderEvents from './0005-order-events.js';
 import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
 import * as orderCounts from './0007-order-counts.js';
 import * as voucherQueues from './0008-voucher-queues.js';
+import * as queuePrequeue from './0009-queue-prequeue.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006-idempotency-key-case': idempotencyKeyCase,
   '0007-order-counts': orderCounts,
   '0008-voucher-queues': voucherQueues,
+  '0009-queue-prequeue': queuePrequeue,
 };
