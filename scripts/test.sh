@@ -31,7 +31,7 @@ on_cluster=(
   test/pipeline/pipeline.test.ts test/lifecycle/lifecycle.test.ts test/waitlist/waitlist.test.ts
   test/consistency/reconcile.test.ts test/consistency/audit.test.ts test/orders/orders-api.test.ts
   test/vouchers/vouchers.test.ts test/protection/http-limits.test.ts test/queue/join.test.ts test/queue/draw.test.ts
-  test/claims/sold-out-snapshot.test.ts
+  test/claims/sold-out-snapshot.test.ts test/queue/prequeue-loss.test.ts
 )
 port=7400
 dir="$PWD/.services/test-cluster"

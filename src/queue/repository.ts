@@ -8,12 +8,6 @@ import { dialectOf } from '../infra/db/dialect.js';
 /** Rows per INSERT of the entrant list: 3 parameters each, far below either database's limit. */
 const ENTRANTS_PER_INSERT = 1000;
 
-/** The end of an INSERT INTO queue_prequeue that keeps a row copied before as it is. */
-const KEEP_COPIED = {
-  mysql: 'on duplicate key update user_id = user_id',
-  postgres: 'on conflict (voucher_id, user_id) do nothing',
-} as const;
-
 /** A pre-queue entrant: the user id and when they joined (µs of Redis time, decimal). */
 export type Joined = readonly [userId: string, joinedUs: string];
 
@@ -70,7 +64,8 @@ export function createQueueRepository(db: Db): QueueRepository {
     },
     async copyPrequeue(voucherId, entrants) {
       const id = voucherId.toString();
-      const keep = sql.raw(KEEP_COPIED[dialectOf(db).name]);
+      // A row copied before is kept as it is.
+      const keep = sql.raw(dialectOf(db).keepOnConflict(['voucher_id', 'user_id']));
       for (let i = 0; i < entrants.length; i += ENTRANTS_PER_INSERT) {
         const rows = entrants.slice(i, i + ENTRANTS_PER_INSERT).map(([userId, joinedUs]) => ({ voucher_id: id, user_id: userId, joined_us: joinedUs }));
         await db.insertInto('queue_prequeue').values(rows).modifyEnd(keep).execute();

@@ -57,6 +57,8 @@ export interface SqlDialect {
   readonly addQuantityOnConflict: string;
   /** The clause after a multi-row INSERT INTO `table` that adds `column` to the row of the same `key` already there. */
   addOnConflict(table: string, key: readonly string[], column: string): string;
+  /** The clause after a multi-row INSERT that keeps a row of the same `key` already there. */
+  keepOnConflict(key: readonly string[]): string;
   /**
    * A DELETE of `rows` rows the transaction holds locked, told to stop at the last. Without the
    * LIMIT, two event relays deleting neighbouring id ranges on MariaDB deadlocked under a drain's
@@ -81,6 +83,7 @@ export const MYSQL: SqlDialect = {
   text: (value) => escape(value), // the driver's own function
   addQuantityOnConflict: mysqlAddOnConflict('user_quantities', ['voucher_id', 'user_id'], 'quantity'),
   addOnConflict: mysqlAddOnConflict,
+  keepOnConflict: (key) => `on duplicate key update ${key[0]} = ${key[0]}`,
   limitDelete: (query, rows) => query.limit(rows),
   subtractQuantities: (rows) => {
     // Ids are cast: a BIGINT compared with a string would be compared as a double.
@@ -120,6 +123,7 @@ export const POSTGRES: SqlDialect = {
   },
   addQuantityOnConflict: postgresAddOnConflict('user_quantities', ['voucher_id', 'user_id'], 'quantity'),
   addOnConflict: postgresAddOnConflict,
+  keepOnConflict: (key) => `on conflict (${key.join(', ')}) do nothing`,
   limitDelete: (query) => query,
   subtractQuantities: (rows) => {
     const changes = sql.join(rows.map((r) => sql`(${r.voucherId}::bigint, ${r.userId}::bigint, ${r.quantity}::integer)`));

@@ -62,8 +62,9 @@ export interface KeySpace {
    * (entrants drawn), admitting (how many of the first places the draw admits), placed (1 once
    * every place is written), open (1 once the draw's admissions are done: later units go to the
    * next places), openedAt (ms), drawAdmitted, late (appended places so far), drawnAt (ms), seed
-   * (published), closed (places still waiting when it closed), closedAt (ms). Lives on the
-   * voucher's own shard, like every key of its queue.
+   * (published), closed (places still waiting when it closed), closedAt (ms), copied (before the
+   * draw: the join time up to which the pre-queue is copied to the database,
+   * queue/prequeue-copy.ts). Lives on the voucher's own shard, like every key of its queue.
    */
   queue(voucherId: bigint): string;
   /** Sorted set: the pre-queue's entrants scored by when they joined (µs, Redis time). */

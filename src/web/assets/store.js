@@ -137,7 +137,12 @@ async function followQueue() {
     showStanding(s);
     if (s.state === 'prequeue' || s.state === 'waiting') queueTimer = setTimeout(followQueue, 2000);
   } catch (err) {
-    if (/** @type {any} */ (err).status === 404) byId('join').hidden = false; // not in the queue yet
+    if (/** @type {any} */ (err).status === 404) {
+      // Shown in the queue before: the service lost the join (made just before it lost its data).
+      if (byId('join').hidden) byId('queue-message').textContent = 'Your place in the queue was lost: the service lost its most recent joins. Join again.';
+      byId('queue-place').hidden = true;
+      byId('join').hidden = false;
+    }
   }
 }
 
