@@ -84,22 +84,29 @@ export function drawRows(run: BenchRun, q: QueueFigures): string[][] {
   ];
 }
 
-function queueText(run: BenchRun, q: QueueFigures): string {
+/** The load's figures and its answers by outcome; `what` names the requests (requests, joins). */
+function loadLines(run: BenchRun, title: string, what: 'requests' | 'joins'): string[] {
   const l = run.load;
   return [
-    `seckill bench --queue · queue voucher ${run.voucherId} at ${run.url}`,
-    setupLine(run),
-    '',
-    'Joins',
+    title,
     ...table([
-      ['joins', `${int(l.sent)} in ${l.seconds.toFixed(2)} s`],
-      ['throughput', `${int(l.throughput)} joins/s`],
+      [what, `${int(l.sent)} in ${l.seconds.toFixed(2)} s`],
+      ['throughput', `${int(l.throughput)} ${what === 'joins' ? 'joins' : 'answers'}/s`],
       ['latency', latencyLine(l.latency)],
       ['CPU', cpuLine(run)],
     ], 'left'),
     '',
     'Answers',
     ...table(Object.entries(l.outcomes).map(([k, n]) => [k, int(n)]), 'right'),
+  ];
+}
+
+function queueText(run: BenchRun, q: QueueFigures): string {
+  return [
+    `seckill bench --queue · queue voucher ${run.voucherId} at ${run.url}`,
+    setupLine(run),
+    '',
+    ...loadLines(run, 'Joins', 'joins'),
     '',
     'Draw',
     ...table([...drawRows(run, q), ['stores', stores(run.audit)]], 'left'),
@@ -110,21 +117,11 @@ function queueText(run: BenchRun, q: QueueFigures): string {
 
 export function runText(run: BenchRun): string {
   if (run.queue) return queueText(run, run.queue);
-  const l = run.load;
   const lines = [
     `seckill bench · ${run.kind} voucher ${run.voucherId} at ${run.url}`,
     setupLine(run),
     '',
-    'Load',
-    ...table([
-      ['requests', `${int(l.sent)} in ${l.seconds.toFixed(2)} s`],
-      ['throughput', `${int(l.throughput)} answers/s`],
-      ['latency', latencyLine(l.latency)],
-      ['CPU', cpuLine(run)],
-    ], 'left'),
-    '',
-    'Answers',
-    ...table(Object.entries(l.outcomes).map(([k, n]) => [k, int(n)]), 'right'),
+    ...loadLines(run, 'Load', 'requests'),
     '',
     'Sale',
     ...table([
