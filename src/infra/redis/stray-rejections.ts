@@ -2,14 +2,16 @@
 // writable (redis/ioredis#1511: an auto-pipelined script with the offline queue off). The caller's
 // own promise is rejected too and answered 503, so the stray one carries no news; but Node ends
 // the process on any unhandled rejection, and a paused Sentinel master being replaced killed an API
-// process this way. Those rejections, and only those, are logged instead; any other unhandled
-// rejection still ends the process, as it should.
+// process this way. Auto-pipelining on a cluster leaves one more kind while slots move after a
+// failover: the batch's own MOVED reply (redis/ioredis#2075; each command's caller is told too).
+// Those rejections, and only those, are logged instead; any other unhandled rejection still ends
+// the process, as it should.
 import type { Logger } from 'pino';
 
-const CONNECTION_STATE = /Stream isn't writeable|Connection is closed|Command timed out/;
+const CONNECTION_STATE = /Stream isn't writeable|Connection is closed|Command timed out|^MOVED \d+ /;
 const LOG_EVERY_MS = 1_000;
 
-/** An ioredis rejection about the connection's state: nothing for the process to act on. */
+/** An ioredis rejection about the connection's state or a slot in motion: nothing for the process to act on. */
 export function isStrayRedisRejection(reason: unknown): boolean {
   return reason instanceof Error && CONNECTION_STATE.test(reason.message) && /node_modules[\\/]ioredis[\\/]/.test(reason.stack ?? '');
 }

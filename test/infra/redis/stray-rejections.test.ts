@@ -26,6 +26,7 @@ describe('stray Redis rejections', () => {
     assert.equal(isStrayRedisRejection(err), true);
     assert.equal(isStrayRedisRejection(new Error("Stream isn't writeable and enableOfflineQueue options is false")), false, 'not raised by ioredis');
     assert.equal(isStrayRedisRejection(new Error('boom')), false);
+    assert.equal(isStrayRedisRejection(new Error('MOVED 15356 127.0.0.1:21798')), false, 'a MOVED not raised by ioredis');
     assert.equal(isStrayRedisRejection('Connection is closed'), false);
   });
 
