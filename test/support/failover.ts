@@ -62,7 +62,9 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   const role = () => t.c.redis.role().then(([r]) => r, () => 'reconnecting');
   await explained(waitFor('the service to write to the promoted replica', async () => (await role()) === 'master', 10_000));
   step('writing to the promoted replica');
-  await explained(waitForDrain(t.c, v.id, 20_000));
+  // On a quiet box the backlog is stored within a second of this; 30 s bounds the tail seen when
+  // the whole suite runs beside it (lanes following the new master under load: 17.7 s once).
+  await explained(waitForDrain(t.c, v.id, 30_000));
   step('drained');
   // Whatever the new master missed (a settlement, an admission under memory) is drift that
   // reconciliation repairs toward the database.
