@@ -13,7 +13,7 @@ import { type CpuWindow, measureCpu } from './machine.js';
 import { type MonitorSample, VoucherMonitor } from './monitor.js';
 import { type PaymentReport, payAndLetExpire } from './payments.js';
 import { RequestPlan } from './plan.js';
-import type { QueueFigures } from './queue-drop.js';
+import type { DrawVerdict } from '../queue/verify.js';
 import { ProgressLine } from './progress.js';
 import { SaleRecorder, type ClientCounts } from './recorder.js';
 import type { TimelinePoint } from './timeline.js';
@@ -47,6 +47,28 @@ export interface BenchOptions {
   progress: NodeJS.WriteStream | null;
   /** Aborting stops the load early; the run still drains, audits and judges. */
   signal?: AbortSignal;
+}
+
+/** A queued drop's own figures (queue-drop.ts). */
+export interface QueueFigures {
+  beginAt: string;
+  /** Seconds from the first join sent until beginAt. */
+  prequeueS: number;
+  /** Buyers in the pre-queue, and joined after the start (placed after the drawn ones). */
+  entrants: number;
+  appended: number;
+  /** Places the draw admitted, and all admitted when the standings were read. */
+  drawAdmitted: number;
+  admitted: number;
+  /** From beginAt: entrants ranked (drawnAt), first places seen admitted, seed seen, every admitted order stored. */
+  sortedAfterMs: number;
+  admittedAfterMs: number | null;
+  publishedAfterMs: number;
+  storedAfterMs: number | null;
+  /** Every buyer's read of their standing after the draw. */
+  standings: BenchRun['load'];
+  /** The draw re-checked from the public routes (`seckill draw verify`). */
+  draw: DrawVerdict;
 }
 
 export interface BenchRun {

@@ -4,8 +4,8 @@
 // order of each admitted one → ask the deployment to audit both stores (with I7: admitted in queue
 // order) → re-check the draw from what was published → judge, as a claim run is judged.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type DrawVerdict, readPublishedDraw, verifyDraw } from '../queue/verify.js';
-import { type BenchOptions, type BenchRun, loadOf, sell, setupOf } from './bench.js';
+import { readPublishedDraw, verifyDraw } from '../queue/verify.js';
+import { type BenchOptions, type BenchRun, loadOf, type QueueFigures, sell, setupOf } from './bench.js';
 import { Deployment, type VoucherView } from './deployment.js';
 import { watchDraw } from './draw-watch.js';
 import { type Baseline, judge } from './verdict.js';
@@ -15,26 +15,6 @@ export interface QueueBenchOptions extends Omit<BenchOptions, 'kind' | 'repeatSh
   drawInSeconds?: number;
 }
 
-export interface QueueFigures {
-  beginAt: string;
-  /** Seconds from the first join sent until beginAt. */
-  prequeueS: number;
-  /** Buyers in the pre-queue, and joined after the start (placed after the drawn ones). */
-  entrants: number;
-  appended: number;
-  /** Places the draw admitted, and all admitted when the standings were read. */
-  drawAdmitted: number;
-  admitted: number;
-  /** From beginAt: entrants ranked (drawnAt), first places seen admitted, seed seen, every admitted order stored. */
-  sortedAfterMs: number;
-  admittedAfterMs: number | null;
-  publishedAfterMs: number;
-  storedAfterMs: number | null;
-  /** Every buyer's read of their standing after the draw. */
-  standings: BenchRun['load'];
-  /** The draw re-checked from the public routes (`seckill draw verify`). */
-  draw: DrawVerdict;
-}
 
 /**
  * The default pre-queue: joins at under half the rate measured on a busy 2-core box (20,000

@@ -1,8 +1,7 @@
 // The readable report of `seckill bench` (and the demo): one run, or the kinds side by side.
-import type { BenchRun } from './bench.js';
+import type { BenchRun, QueueFigures } from './bench.js';
 import { int, ms, seconds, share } from './format.js';
 import type { MachineInfo } from './machine.js';
-import type { QueueFigures } from './queue-drop.js';
 
 /** Labels in the first column; `figures: 'right'` right-aligns the other columns (counts), 'left' suits prose. */
 function table(rows: string[][], figures: 'left' | 'right', indent = '  '): string[] {
