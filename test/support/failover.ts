@@ -4,7 +4,7 @@
 // run side by side).
 import type { TestContext } from 'node:test';
 import { createVoucher, startTestApp, type TestApp } from './helpers.js';
-import { shardsOf } from './invariants.js';
+import { waitForDrain } from './invariants.js';
 import { startSentinelTopology } from './private-redis.js';
 import { assertContractAnswers, injectClaims, type Sale, startSale } from './sale.js';
 import { waitFor } from './wait.js';
@@ -63,11 +63,8 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   await explained(waitFor('the service to write to the promoted replica', async () => (await role()) === 'master', 10_000));
   step('writing to the promoted replica');
   // On a quiet box the backlog is stored within a second of this; 30 s bounds the tail seen when
-  // the whole suite runs beside it (17.7 s once). Sentinels on a loaded box may fail over a second
-  // time meanwhile: a read refused while the client follows (no offline queue) is asked again.
-  const shards = await shardsOf(t.c, v.id);
-  const inFlight = () => t.c.inflight.ofVoucher(BigInt(v.id), shards).then((records) => records.length, () => -1);
-  await explained(waitFor(`voucher ${v.id} to drain`, async () => (await inFlight()) === 0, 30_000, 50));
+  // the whole suite runs beside it (17.7 s once), sentinels of a loaded box failing over again.
+  await explained(waitForDrain(t.c, v.id, 30_000));
   step('drained');
   // Whatever the new master missed (a settlement, an admission under memory) is drift that
   // reconciliation repairs toward the database.

@@ -44,7 +44,13 @@ export async function shardsOf(c: Container, voucherId: string): Promise<number[
 /** Waits until the voucher has no in-flight orders left (the pipeline has drained). */
 export async function waitForDrain(c: Container, voucherId: string, timeoutMs = 30_000): Promise<void> {
   const shards = await shardsOf(c, voucherId);
-  await waitFor(`voucher ${voucherId} to drain`, async () => (await c.inflight.ofVoucher(BigInt(voucherId), shards)).length === 0, timeoutMs, 50);
+  // A read refused while the client follows a new master (no offline queue) is asked again.
+  let refused = '';
+  const drained = async () => {
+    const records = await c.inflight.ofVoucher(BigInt(voucherId), shards).catch((err: Error) => void (refused = err.message));
+    return records !== undefined && records.length === 0;
+  };
+  await waitFor(() => `voucher ${voucherId} to drain${refused && ` (a read was refused: ${refused})`}`, drained, timeoutMs, 50);
 }
 
 /** I1–I5 on both stores; `admitted` are the order ids that got a 202. */
