@@ -87,7 +87,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
     queue: { queue: core.queue, repository: core.queueRepository },
     consistency: {
-      voucherStats: voucherStatsUseCase({ db, redis, keys }),
+      voucherStats: voucherStatsUseCase({ db, redis, keys, directory }),
       reconcileVoucher: (id, options) => reconciler.reconcileVoucher(id, options),
       auditVoucher: (id, admitted) => core.audit(id, { admitted }),
       lastReconciliation: (id) => lastReconciliation(redis, keys, id),

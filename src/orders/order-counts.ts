@@ -65,15 +65,9 @@ export function moved(orders: { voucher_id: string }[], from: StoredOrderStatus,
   ]);
 }
 
-/** The voucher's orders by status (0 for a status it has none of). */
-export async function readOrderCounts(trx: Transaction<Database>, voucherId: string): Promise<Record<StoredOrderStatus, number>> {
-  const rows = await trx
-    .selectFrom('voucher_order_counts')
-    .select(['status', sql<string | number>`sum(n)`.as('n')])
-    .where('voucher_id', '=', voucherId)
-    .groupBy('status')
-    .execute();
+/** Rows of (status, sum of n) as the voucher's orders by status (0 for a status it has none of; a null status is no row). */
+export function countsByStatus(rows: { status: StoredOrderStatus | null; n: string | number | null }[]): Record<StoredOrderStatus, number> {
   const counts = Object.fromEntries(ORDER_STATUSES.map((s) => [s, 0])) as Record<StoredOrderStatus, number>;
-  for (const r of rows) counts[r.status] = Number(r.n);
+  for (const r of rows) if (r.status !== null) counts[r.status] = Number(r.n);
   return counts;
 }

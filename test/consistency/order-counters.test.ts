@@ -153,7 +153,7 @@ describe('order counters', () => {
       },
       transformResult: async ({ result }) => result,
     };
-    const stats = voucherStatsUseCase({ db: db.withPlugin(recorder), redis: t.c.redis, keys: t.c.keys });
+    const stats = voucherStatsUseCase({ db: db.withPlugin(recorder), redis: t.c.redis, keys: t.c.keys, directory: t.c.directory });
     const began = performance.now();
     const answer = await stats(BigInt(v.id));
     const statsMs = performance.now() - began;

@@ -34,7 +34,7 @@ describe('voucher stats read the database from one snapshot', () => {
     };
     const db = createDb(t.env.DATABASE_URL!, 1).withPlugin(commitAfterFirstRead);
     try {
-      const stats = voucherStatsUseCase({ db, redis: t.c.redis, keys: t.c.keys });
+      const stats = voucherStatsUseCase({ db, redis: t.c.redis, keys: t.c.keys, directory: t.c.directory });
       const during = await stats(BigInt(v.id));
       assert.equal(between, null, 'the batch was stored during the stats');
       assert.equal(accounted(during), 3, figures(during));

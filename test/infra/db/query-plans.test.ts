@@ -279,11 +279,11 @@ describe('query plans at size', () => {
   });
 
   it("when an operator polls a voucher's stats, then its counts are read by primary key, orders not at all", async () => {
-    const plans = await plansOf((explained) => voucherStatsUseCase({ db: explained, redis: t.c.redis, keys: t.c.keys })(7n));
+    const plans = await plansOf((explained) => voucherStatsUseCase({ db: explained, redis: t.c.redis, keys: t.c.keys, directory: t.c.directory })(7n));
     assert.deepEqual(plans.flatMap((p) => p.accesses.map((a) => a.table)).filter((table) => table === 'orders'), []);
     assertPlans(plans, [
-      [stmt('from "vouchers" where "id" ='), 'vouchers', pk('vouchers')],
-      [stmt('from "voucher_order_counts" where "voucher_id" ='), 'voucher_order_counts', pk('voucher_order_counts')],
+      [stmt('from "vouchers" as "v" left join "voucher_order_counts"'), 'v', pk('vouchers')],
+      [stmt('from "vouchers" as "v" left join "voucher_order_counts"'), 'c', pk('voucher_order_counts')],
     ]);
   });
 
