@@ -7,12 +7,14 @@
 //
 // A voucher of several segments (vouchers/segments.ts) is claimed in the buyer's home segment. When
 // that one is short, it borrows units from the others before the buyer hears SOLD_OUT (or joins
-// the waitlist), so the last unit sells whichever segment holds it.
+// the waitlist), so the last unit sells whichever segment holds it; SOLD_OUT only once no segment
+// has a unit, nor any unit is on its way between two.
 //
 // State the script cannot decide on is made ready first: missing state is rebuilt from the
 // database, and state not verified on the current master (a failover or a restart since) is
 // verified against it (consistency/verification.ts); the claim waits for that a little, then
 // hears 503 UNAVAILABLE, never a 202 on state the database has not confirmed.
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { VoucherVerifier } from '../consistency/verification.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
@@ -23,14 +25,17 @@ import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard } from '../vouchers/segments.js';
 import type { AdmitOne, AdmitOneOptions } from './admission-batch.js';
 import type { Claim, Claimer } from './claim.js';
-import { ADMIT_OUTCOME, admitErrorOf, soldOutError } from './errors.js';
+import { ADMIT_OUTCOME, admitErrorOf, soldOutError, unitsOutOfReachError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
 /**
- * Borrow rounds before a short segment's buyer hears SOLD_OUT although units are left somewhere
- * (other buyers took what this one borrowed, or the units were on their way between segments).
+ * Longest a claim keeps borrowing while units are left somewhere but out of its reach (other
+ * buyers took what it borrowed, or the units are on their way between segments). Then it hears
+ * 503 UNAVAILABLE, retry: SOLD_OUT is said only when no unit is left anywhere.
  */
-const BORROW_ROUNDS = 10;
+const BORROW_WAIT_MS = 1_000;
+/** Pauses between borrow rounds: doubling, with jitter so that claims racing for a unit fall apart. */
+const borrowPause = (round: number) => Math.random() * Math.min(32, 2 ** round);
 /** Longest wait of a claim for its voucher's verification (below a buyer's patience for one answer). */
 const VERIFY_WAIT_MS = 2_000;
 
@@ -83,12 +88,14 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
       const segments = claim.voucher.segmentShards.length;
       // Flagged: every segment was seen empty lately, so there is nothing to borrow.
       result = await admitReady(claim, input, { shard, segments, enrol: soldOut.flagged(claim.voucher.id) });
+      const giveUpAt = performance.now() + BORROW_WAIT_MS;
       for (let round = 1; result.code === AdmitCode.SEGMENT_SHORT; round++) {
+        if (performance.now() > giveUpAt) throw unitsOutOfReachError();
         const borrowed = await moves.borrow(claim.voucher, shard, claim.quantity);
         // Nothing to borrow: sold out only if too few units are left anywhere, even on their way.
         everywhereShort = borrowed === 0 && (await moves.unitsLeft(claim.voucher)) < claim.quantity;
-        if (borrowed === 0 && !everywhereShort) await sleep(1);
-        result = await admitReady(claim, input, { shard, segments, enrol: everywhereShort || round >= BORROW_ROUNDS, tokens: false });
+        if (borrowed === 0 && !everywhereShort) await sleep(borrowPause(round));
+        result = await admitReady(claim, input, { shard, segments, enrol: everywhereShort, tokens: false });
       }
     }
     if (result.closedAtVersion !== undefined && everywhereShort) soldOut.remember(claim.voucher, askedAt, result.closedAtVersion);

@@ -19,7 +19,10 @@ export interface SegmentMoves {
    * other segment is empty; returns the units it got.
    */
   borrow(v: Voucher, toShard: number, need: number): Promise<number>;
-  /** Units in every segment's stock and on their way between two (a borrow found none). */
+  /**
+   * Units in every segment's stock and on their way between two (a borrow found none), never fewer
+   * than there are; Infinity when units kept moving while they were counted.
+   */
   unitsLeft(v: Voucher): Promise<number>;
   /**
    * Units `fromShard` has while its own waitlist is empty go to the segments with waiting users,
@@ -39,6 +42,8 @@ export interface SegmentMovesDeps {
 }
 
 const RECEIVER_MISSING = -1;
+/** Reads of every segment before a count that units kept moving through is given up (unknown). */
+const COUNT_TRIES = 3;
 
 export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDeps): SegmentMoves {
   let turn = 0;
@@ -74,13 +79,17 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
 
     async unitsLeft(v) {
       const shards = segmentShards(v, keys);
-      const [stocks, lent] = await Promise.all([
-        Promise.all(shards.map((s) => redis.hget(keys.voucher(v.id, s), 'stock'))),
-        Promise.all(shards.map((s) => redis.hvals(keys.movesOut(v.id, s)))),
-      ]);
-      // A lent record is "toShard|units|ms" (lend-2.lua).
-      const inTransit = lent.flat().reduce((n, record) => n + Number(record.split('|')[1]), 0);
-      return stocks.reduce((n, s) => n + Math.max(0, Number(s ?? 0)), 0) + inTransit;
+      for (let attempt = 0; attempt < COUNT_TRIES; attempt++) {
+        // Each segment read at once (stock, lent records, moves counter), then every counter again:
+        // when no segment's moved in between, no unit was on its way from a segment not read yet to
+        // one read already, so none is missed. (One received but whose lender still holds the record
+        // counts twice: too many units only means one more round of borrowing.)
+        const heads = await Promise.all(shards.map((s) => scripts.inspect(v.id, s)));
+        const moves = await Promise.all(shards.map((s) => redis.hget(keys.voucher(v.id, s), 'moves')));
+        if (heads.some((h, i) => (h?.moves ?? 0) !== Number(moves[i] ?? 0))) continue;
+        return heads.reduce((n, h) => n + Math.max(0, h?.stock ?? 0) + (h?.lent ?? []).reduce((m, l) => m + l.units, 0), 0);
+      }
+      return Infinity; // units kept moving while counted: not known to be too few
     },
 
     async handOff(v, fromShard) {

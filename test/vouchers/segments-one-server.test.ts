@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
-import { createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 import { injectClaims, startSale } from '../support/sale.js';
 
@@ -42,6 +42,29 @@ describe('stock segments on one server', () => {
     const truth = await assertInvariants(t.c, v.id, [...first.admitted(), ...rest.admitted()]);
     assert.equal(truth.orders.length, 60);
     assert.equal((await readTruth(t.c, v.id)).redisStock, 0);
+  });
+
+  it('when the last unit is on its way between segments, then a buyer hears 503 and retry rather than SOLD_OUT, and gets it once it arrives', async () => {
+    const v = await createVoucher(t, { stock: 2, segments: 2 });
+    const voucher = (await t.c.directory.get(BigInt(v.id)))!;
+    const [a, b] = segmentShards(voucher, t.c.keys) as [number, number];
+    const homedAt = (shard: number) => Array.from({ length: 1_000 }, (_, i) => 40_000 + i).find((u) => homeShard(voucher, BigInt(u), t.c.keys) === shard)!;
+    const first = await claim(t, v.id, homedAt(a));
+    assert.equal(first.statusCode, 202, first.body);
+    // Segment b's unit is lent to a by a mover that dies before a receives it.
+    assert.equal(await t.c.scripts.lend(BigInt(v.id), b, '9', a, 1), 1);
+    const buyer = homedAt(b);
+    const refused = await claim(t, v.id, buyer, { idempotencyKey: 'k' });
+    assert.equal(refused.statusCode, 503, refused.body);
+    assert.equal(refused.json().code, 'UNAVAILABLE');
+    assert.ok(refused.headers['retry-after']);
+    // Reconciliation finishes the move; the buyer's retry borrows the unit.
+    assert.equal(await t.c.moves.finishStale(voucher, 0), 1);
+    const retried = await claim(t, v.id, buyer, { idempotencyKey: 'k' });
+    assert.equal(retried.statusCode, 202, retried.body);
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, [first.json().orderId, retried.json().orderId]);
+    assert.deepEqual([truth.orders.length, truth.dbStock, truth.redisStock], [2, 0, 0]);
   });
 
   it('when a move\'s steps run again late (a slow mover and recovery both finish it), then its units are added once', async () => {
