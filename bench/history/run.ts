@@ -31,7 +31,7 @@ const { values: v } = parseArgs({
     expiries: { type: 'string', default: '20000' },
     drain: { type: 'string', default: '50000' },
     streams: { type: 'string', default: '10000' },
-    reads: { type: 'string', default: '200' },
+    reads: { type: 'string', default: '2000' },
     year: { type: 'string' },
     keep: { type: 'boolean', default: false },
     json: { type: 'string' },
