@@ -28,6 +28,22 @@ describe('stock segments on one server', () => {
     assert.equal(truth.redisStock, 0);
   });
 
+  it('when exactly as many buyers as units claim once each, most of them in one segment, then every unit sells', async () => {
+    // No buyer is left over to take a unit another was wrongly told was sold out: any false SOLD_OUT shows.
+    const v = await createVoucher(t, { stock: 400, segments: 4 });
+    const voucher = (await t.c.directory.get(BigInt(v.id)))!;
+    const shards = segmentShards(voucher, t.c.keys);
+    const users = Array.from({ length: 20_000 }, (_, i) => 100_000 + i);
+    const crowd = [...users.filter((u) => homeShard(voucher, BigInt(u), t.c.keys) === shards[0]).slice(0, 300), ...users.filter((u) => homeShard(voucher, BigInt(u), t.c.keys) !== shards[0]).slice(0, 100)];
+    const send = injectClaims(t, v.id);
+    const sale = startSale({ send: (i, key) => send(crowd[i - 1]!, key), firstUser: 1, buyers: crowd.length, concurrency: 200, retries: 3 });
+    await sale.done;
+    assert.equal(sale.admitted().length, 400, JSON.stringify(sale.answers.filter((a) => a.status !== 202).slice(0, 5)));
+    await waitForDrain(t.c, v.id);
+    const truth = await assertInvariants(t.c, v.id, sale.admitted());
+    assert.deepEqual([truth.orders.length, truth.dbStock, truth.redisStock], [400, 0, 0]);
+  });
+
   it('when every segment\'s state is lost at once, then the first claim rebuilds them exactly and the rest sells exactly', async () => {
     const v = await createVoucher(t, { stock: 60, segments: 3 });
     const first = startSale({ send: injectClaims(t, v.id), firstUser: 20_000, buyers: 25, concurrency: 5 });
