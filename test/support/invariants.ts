@@ -46,11 +46,14 @@ export async function waitForDrain(c: Container, voucherId: string, timeoutMs = 
   const shards = await shardsOf(c, voucherId);
   // A read refused while the client follows a new master (no offline queue) is asked again.
   let refused = '';
+  // What is still in flight, for the message of a wait that runs out.
+  let left = '';
   const drained = async () => {
     const records = await c.inflight.ofVoucher(BigInt(voucherId), shards).catch((err: Error) => void (refused = err.message));
+    if (records) left = `${records.length} in flight, e.g. ${JSON.stringify(records.slice(0, 3))}`;
     return records !== undefined && records.length === 0;
   };
-  await waitFor(() => `voucher ${voucherId} to drain${refused && ` (a read was refused: ${refused})`}`, drained, timeoutMs, 50);
+  await waitFor(() => `voucher ${voucherId} to drain (${left})${refused && ` (a read was refused: ${refused})`}`, drained, timeoutMs, 50);
 }
 
 /** I1–I5 on both stores; `admitted` are the order ids that got a 202. */
