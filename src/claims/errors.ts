@@ -8,9 +8,9 @@ export const notStartedError = (voucher: Voucher) => new AppError('NOT_STARTED',
 export const endedError = (voucher: Voucher) => new AppError('ENDED', `the sale ended at ${voucher.endAt.toISOString()}`);
 export const soldOutError = (waitlisted: boolean) =>
   new AppError('SOLD_OUT', waitlisted ? 'sold out; you are on the waitlist' : 'sold out', { waitlisted });
-/** Units are left in other segments of the voucher, but every one this claim reached went to other buyers first. */
+/** Units are left in other segments of the voucher, but none reached this claim in time (other buyers took them first, or they are still moving). */
 export const unitsOutOfReachError = () =>
-  new AppError('UNAVAILABLE', 'units of this voucher are left, but all the ones within reach went to other buyers first; retry shortly');
+  new AppError('UNAVAILABLE', 'units of this voucher are left, but none could be reached in time (taken by other buyers first, or still moving between segments); retry shortly');
 export const limitExceededError = (perUserLimit: number) => new AppError('LIMIT_EXCEEDED', `at most ${perUserLimit} unit(s) per user`);
 export const keyReusedError = (orderId: string, quantity: number) =>
   new AppError('IDEMPOTENCY_KEY_REUSED', `this Idempotency-Key was used for order ${orderId} with quantity ${quantity}`);

@@ -46,6 +46,7 @@ import { compensationOf, settlementOfRow } from '../pipeline/settlement.js';
 import type { InflightOrder } from '../infra/redis/records.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { RedisClient } from '../infra/redis/client.js';
+import { unmovedSince } from '../infra/redis/scripts/moves.js';
 import type { Lent, ReconcileScripts, SegmentHead } from '../infra/redis/scripts/reconcile.js';
 import { createInflightReader, type InflightReader } from '../orders/inflight.js';
 
@@ -364,10 +365,7 @@ async function attempt({ db, redis, keys, scripts }: ObserveDeps, voucherId: big
     });
   if (read.kind === 'moved') return read;
   if (read.kind !== 'read') return { kind: 'done', result: { kind: read.kind } };
-  if (shards.length > 1) {
-    const moves = await Promise.all(shards.map((shard) => redis.hget(keys.voucher(voucherId, shard), 'moves')));
-    if (moves.some((m, i) => Number(m ?? 0) !== read.segments[i]!.moves)) return { kind: 'moved' };
-  }
+  if (shards.length > 1 && !(await unmovedSince(redis, keys, voucherId, shards, read.segments.map((s) => s.moves)))) return { kind: 'moved' };
   const observation: Observation = {
     voucherId,
     dbStock: read.side.stock,

@@ -15,7 +15,6 @@ export interface QueueBenchOptions extends Omit<BenchOptions, 'kind' | 'repeatSh
   drawInSeconds?: number;
 }
 
-
 /**
  * The default pre-queue: joins at under half the rate measured on a busy 2-core box (20,000
  * joins at 2,250/s against one API process, load average 16, the first seconds slower), and

@@ -9,6 +9,7 @@ import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
+import { unmovedSince } from '../infra/redis/scripts/moves.js';
 import type { Promotion } from '../infra/redis/scripts/voucher-state.js';
 import { segmentShards } from './segments.js';
 import type { Voucher } from './voucher.js';
@@ -85,8 +86,7 @@ export function createSegmentMoves({ redis, keys, scripts, ids }: SegmentMovesDe
         // one read already, so none is missed. (One received but whose lender still holds the record
         // counts twice: too many units only means one more round of borrowing.)
         const heads = await Promise.all(shards.map((s) => scripts.inspect(v.id, s)));
-        const moves = await Promise.all(shards.map((s) => redis.hget(keys.voucher(v.id, s), 'moves')));
-        if (heads.some((h, i) => (h?.moves ?? 0) !== Number(moves[i] ?? 0))) continue;
+        if (!(await unmovedSince(redis, keys, v.id, shards, heads.map((h) => h?.moves ?? 0)))) continue;
         return heads.reduce((n, h) => n + Math.max(0, h?.stock ?? 0) + (h?.lent ?? []).reduce((m, l) => m + l.units, 0), 0);
       }
       return Infinity; // units kept moving while counted: not known to be too few

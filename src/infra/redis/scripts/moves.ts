@@ -3,6 +3,7 @@
 // forget-2.lua on the lender. Every step can be repeated, so whoever finds a move unfinished
 // finishes it: the receiver keeps its record of each move it received (until the voucher's keys
 // expire), so a late or repeated receive never adds the units twice.
+import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
@@ -36,4 +37,13 @@ export function moveScripts(calls: ScriptCalls, keys: KeySpace): MoveScripts {
       await forget(keys.voucher(voucherId, fromShard), keys.movesOut(voucherId, fromShard), moveId);
     },
   };
+}
+
+/**
+ * True when no step of a move touched any of the voucher's `shards` since their moves counters
+ * read `seen` (in the same order): reads of the segments taken in between add up across them.
+ */
+export async function unmovedSince(redis: RedisClient, keys: KeySpace, voucherId: bigint, shards: number[], seen: number[]): Promise<boolean> {
+  const now = await Promise.all(shards.map((s) => redis.hget(keys.voucher(voucherId, s), 'moves')));
+  return now.every((m, i) => Number(m ?? 0) === seen[i]);
 }
