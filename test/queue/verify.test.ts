@@ -40,14 +40,17 @@ describe('queue vouchers: seckill draw verify', () => {
     assert.equal(good.code, 0, good.stdout + good.stderr);
     assert.match(good.stdout, /the draw matches/);
 
-    // One published entrant replaced by someone who never joined: their place is not the seed's.
+    // One published entrant replaced by someone who never joined, whose rank under this seed is not
+    // that place's (one in ~150 ids would rank there by chance, and the swap would go unseen).
     const third = drawOrder(published.seed, users.map(String))[2]!;
+    const others = users.map(String).filter((u) => u !== third);
+    const impostor = ['77777777', '77777778', '77777779'].find((u) => drawOrder(published.seed, [...others, u])[2] !== u)!;
     const entrants = () => t.c.db.updateTable('queue_entrants').where('voucher_id', '=', v.id);
-    await entrants().set({ user_id: '77777777' }).where('user_id', '=', third).execute();
+    await entrants().set({ user_id: impostor }).where('user_id', '=', third).execute();
     const swapped = await verifyCli(v.id);
     assert.equal(swapped.code, 1, swapped.stdout + swapped.stderr);
     assert.match(swapped.stdout, /entrants are not at the place the seed gives them/);
-    await entrants().set({ user_id: third }).where('user_id', '=', '77777777').execute();
+    await entrants().set({ user_id: third }).where('user_id', '=', impostor).execute();
     assert.equal((await verifyCli(v.id)).code, 0);
 
     // Another seed published: it is not the one committed to.
