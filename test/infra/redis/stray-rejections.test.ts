@@ -2,6 +2,10 @@
 // and the process lives on; anything else unhandled is not taken for one.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { isStrayRedisRejection } from '../../../src/infra/redis/stray-rejections.js';
@@ -51,5 +55,39 @@ describe('stray Redis rejections', () => {
     assert.notEqual(other.status, 0);
     assert.doesNotMatch(other.stdout, /still running/);
     assert.match(other.stderr, /a bug/);
+  });
+
+  it('when a test holds its clients to the same rule, then a stray rejection does not fail it and any other still does', () => {
+    // A test file of its own, run by a runner of its own, outside test/ (the suite lists test/).
+    const dir = mkdtempSync(join(tmpdir(), 'seckill-stray-'));
+    const run = (reason: string) => {
+      const file = join(dir, `stray-${Math.random().toString(36).slice(2)}.test.ts`);
+      writeFileSync(file, `
+        import { describe, it } from 'node:test';
+        import { Redis } from ${JSON.stringify(createRequire(import.meta.url).resolve('ioredis'))};
+        import { tolerateStrayRedisRejections } from ${JSON.stringify(new URL('../../support/stray-rejections.ts', import.meta.url).pathname)};
+        describe('a file that kills masters', () => {
+          tolerateStrayRedisRejections();
+          it('meets a rejection nobody holds', async () => {
+            const redis = new Redis({ port: 1, lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+            const err = await redis.get('k').catch((e) => e);
+            void Promise.reject(${reason});
+            await new Promise((r) => setTimeout(r, 100));
+          });
+        });
+      `);
+      // Without the runner's mark on the environment, the child runs as a runner of its own.
+      const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+      return spawnSync(process.execPath, ['--import', 'tsx', '--test', file], { encoding: 'utf8', timeout: 30_000, env });
+    };
+    try {
+      const stray = run('err');
+      assert.equal(stray.status, 0, stray.stdout);
+      const other = run("new Error('a bug')");
+      assert.notEqual(other.status, 0, 'an unhandled rejection of our own fails the test');
+      assert.match(other.stdout, /a bug/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
