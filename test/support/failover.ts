@@ -7,6 +7,7 @@ import { createVoucher, startTestApp, type TestApp } from './helpers.js';
 import { waitForDrain } from './invariants.js';
 import { startSentinelTopology } from './private-redis.js';
 import { assertContractAnswers, injectClaims, type Sale, startSale } from './sale.js';
+import { tolerateStrayRedisRejections } from './stray-rejections.js';
 import { waitFor } from './wait.js';
 
 const STOCK = 2_000;
@@ -16,8 +17,12 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   // Progress on stderr, shown even if the file runs out of time (diagnostics come only at the end).
   const startedAt = performance.now();
   const step = (what: string) => process.stderr.write(`${label}: ${what} at ${Math.round(performance.now() - startedAt)} ms\n`);
+  tolerateStrayRedisRejections(); // the killed master's connections: writes nobody holds, refused
   const topology = await startSentinelTopology({ minReplicas: durability === 'replica' ? 1 : 0 });
   step('topology up');
+  // The app's warnings and errors of the last moments go into a failure's message: a failover
+  // that goes wrong under load shows what the service saw, not only the topology.
+  const logs = recentLines(30, startedAt);
   const t = await startTestApp(label, {
     REDIS_SENTINELS: topology.sentinels,
     REDIS_SENTINEL_NAME: topology.name,
@@ -28,19 +33,29 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
     RECONCILE_INTERVAL_MS: '1000',
     // A buyer retries through the whole failover; the per-buyer bucket would answer them 429.
     BUCKET_USER_RATE: '0',
-  });
+    LOG_LEVEL: 'warn',
+  }, undefined, logs);
   ctx.after(async () => {
     step('closing');
     await topology.stop();
     step('topology down');
   }); // after hooks run in order: the app closes first
   step('app started');
-  // A failure says what the topology looked like, not only which wait ran out.
+  // A failure says what the topology looked like, what the buyers were answered since the kill and
+  // what the service logged (times in ms since the start), not only which wait ran out.
+  let sale: Sale | undefined;
+  let killedAt = Infinity;
+  const context = async () =>
+    [
+      await topology.describe(),
+      `killed at ${Math.round(killedAt - startedAt)} ms; answers since: ${sale ? answersSince(sale, killedAt, startedAt) : 'none'}`,
+      `the service's last warnings:\n${logs.text() || '(none)'}`,
+    ].join('\n');
   const explained = async <T>(step: Promise<T>): Promise<T> => {
     try {
       return await step;
     } catch (err) {
-      throw new Error(`${(err as Error).message}\n${await topology.describe()}`);
+      throw new Error(`${(err as Error).message}\n${await context()}`);
     }
   };
   await t.c.startWorkers();
@@ -48,15 +63,15 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   // Buyers retry for as long as a failover takes (down-after 1 s, then the election), within bounds.
   // Every wait is bounded so that a failover that never happens fails the test with the topology's
   // state well inside the file's time budget (a file that runs out of time loses its output).
-  const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 25_000 });
+  sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 25_000 });
   await explained(waitFor('a quarter of the units admitted', () => sale.answers.filter((a) => a.status === 202).length >= STOCK / 4, 15_000));
   step('a quarter sold; killing the master');
+  killedAt = performance.now();
   await topology.killMaster();
-  const killedAt = performance.now();
   await sale.done;
   step('sale over');
   ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
-  if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await topology.describe()}`);
+  if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await context()}`);
   assertContractAnswers(sale);
   // While the client reconnects, ROLE fails at once (no offline queue): ask again.
   const role = () => t.c.redis.role().then(([r]) => r, () => 'reconnecting');
@@ -88,4 +103,41 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   );
   step('both stores agree');
   return { t, v, sale };
+}
+
+/**
+ * A log destination for a failure's message: per kind of line (its message and error), how often
+ * it came and when first and last (ms since `startedAt`, performance.now() time), for the `size`
+ * kinds seen last. A flood of one warning hides nothing else.
+ */
+function recentLines(size: number, startedAt: number): { write(line: string): void; text(): string } {
+  const seen = new Map<string, { count: number; first: number; last: number }>();
+  return {
+    write(line) {
+      const at = Math.round(performance.now() - startedAt);
+      let kind = line.slice(0, 200);
+      try {
+        const { msg, err, error, connection } = JSON.parse(line) as { msg?: string; err?: { message?: string }; error?: string; connection?: string };
+        kind = [msg, connection, err?.message ?? error].filter(Boolean).join(' · ').slice(0, 300);
+      } catch {} // not JSON: the line's start is its kind
+      const known = seen.get(kind);
+      seen.delete(kind); // re-inserted: the map's order is that of each kind's last line
+      seen.set(kind, { count: (known?.count ?? 0) + 1, first: known?.first ?? at, last: at });
+      if (seen.size > size) seen.delete(seen.keys().next().value!);
+    },
+    text: () => [...seen].map(([kind, { count, first, last }]) => `${count}× at ${first}–${last} ms: ${kind}`).join('\n'),
+  };
+}
+
+/** The answers since `since` (performance.now() time), by status and code: how many, first and last (ms since `startedAt`). */
+function answersSince(sale: Sale, since: number, startedAt: number): string {
+  const groups = new Map<string, { count: number; first: number; last: number }>();
+  for (const a of sale.answers) {
+    if (a.at < since) continue;
+    const kind = `${a.status} ${a.code ?? a.error ?? ''}`.trim();
+    const at = Math.round(a.at - startedAt);
+    const g = groups.get(kind);
+    groups.set(kind, { count: (g?.count ?? 0) + 1, first: g?.first ?? at, last: at });
+  }
+  return [...groups].map(([kind, { count, first, last }]) => `${count}× ${kind} at ${first}–${last} ms`).join('; ') || 'none';
 }

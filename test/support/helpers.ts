@@ -1,6 +1,6 @@
 // Test harness: every test file gets its own Redis key prefix and its own database, on the real
 // servers (scripts/services.sh up), and removes both when it ends.
-import { pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 import { after } from 'node:test';
 import { Redis, type RedisOptions } from 'ioredis';
 import { buildApp } from '../../src/app.js';
@@ -126,12 +126,13 @@ function once(close: () => Promise<void>): () => Promise<void> {
  * closed what was started on its data first; a test may close it earlier. Start it at the top
  * level of a file (`const t = await startTestApp(…)`), in a describe body or in a test, not in a
  * before() hook: there the after hook would belong to that hook and run as soon as it ends.
- * `databaseServer` lets a test reach the database through a proxy it can cut.
+ * `databaseServer` lets a test reach the database through a proxy it can cut; `logTo` takes the
+ * app's log lines (stdout when absent).
  */
-export async function startTestApp(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER): Promise<TestApp> {
+export async function startTestApp(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER, logTo?: DestinationStream): Promise<TestApp> {
   const env = testEnv(label, overrides, databaseServer);
   const config = loadConfig(env);
-  const c = await createContainer(config, pino({ level: config.logLevel }), { migrate: true });
+  const c = await createContainer(config, pino({ level: config.logLevel }, logTo), { migrate: true });
   const app = await buildApp(c.appDeps);
   await app.ready();
   const started: { close(): Promise<void> }[] = [];

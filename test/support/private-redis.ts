@@ -172,7 +172,7 @@ export async function startSentinelTopology({ minReplicas = 0 } = {}): Promise<S
       process.kill(Number(readFileSync(join(dir, `${masterPort}.pid`), 'utf8')), 'SIGKILL');
     },
     async describe() {
-      const keep = /^(role|master_port|master_link_status|connected_slaves|port|flags|num-slaves|num-other-sentinels|failover-state)$/;
+      const keep = /^(role|master_port|master_link_status|connected_slaves|slave\d+|min_slaves_good_slaves|port|flags|num-slaves|num-other-sentinels|failover-state)$/;
       const lines = [];
       for (let p = port; p < port + 6; p++) {
         const isSentinel = p >= port + 3;
