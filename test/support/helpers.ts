@@ -26,9 +26,9 @@ export function databaseServerVia(port: number): string {
   return u.toString().replace(/\/$/, '');
 }
 
-/** A unique, valid name for this test file's prefix and database. */
+/** A unique, valid name for this test file's prefix and database: 32 characters at most (REDIS_PREFIX), whatever the pid. */
 export function uniqueName(label: string): string {
-  return `t_${label.replace(/[^A-Za-z0-9]/g, '_').slice(0, 20)}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+  return `t_${label.replace(/[^A-Za-z0-9]/g, '_').slice(0, 15)}_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
 }
 
 /** The environment of a test configuration (its own database and prefix). */
