@@ -60,6 +60,7 @@ export function createRedis(settings: RedisSettings, log: Logger, connectionName
         })
       : new Redis({ ...target, ...common, ...perConnection });
   loggers.set(redis, log);
+  reconnectAfterAbortedConnect(redis, log, connectionName);
   logConnectionErrors(redis, log, connectionName);
   absorbStrayRedisRejections(log);
   return redis;
@@ -119,12 +120,39 @@ export function nodeConnection(cluster: Cluster, node: string, connectionName: s
   return redis;
 }
 
-/** A connection derived from `from` logs its errors where `from` does. */
+/** A connection derived from `from` logs its errors where `from` does, and is kept connected as it is. */
 function logLike(from: RedisClient, redis: RedisClient, label: string): void {
   const log = loggers.get(from);
   if (!log) return;
   loggers.set(redis, log);
   logConnectionErrors(redis, log, label);
+  reconnectAfterAbortedConnect(redis, log, label);
+}
+
+const RECONNECT_AFTER_ABORT_MS = 100;
+
+/**
+ * ioredis ends a Sentinel connection for good when its failover detector hears +switch-master
+ * while a reconnect is still asking the sentinels where the master is: the detector stops the
+ * connector, the attempt fails with "Connection is closed." and the client is left `end`, never
+ * to retry, every command failing so (redis/ioredis#1683). Under load after a master was killed,
+ * that was the admissions' connection: every claim answered 503 for as long as the process lived.
+ * An end that comes straight from `connecting`, not asked for (disconnect() and quit() mark the
+ * client closing), is followed by a new connection.
+ */
+function reconnectAfterAbortedConnect(redis: RedisClient, log: Logger, label: string): void {
+  if (isCluster(redis) || !redis.options.sentinels) return;
+  const closing = () => (redis as unknown as { manuallyClosing: boolean }).manuallyClosing;
+  let last = redis.status;
+  for (const status of ['connecting', 'connect', 'ready', 'close', 'reconnecting'] as const) redis.on(status, () => (last = status));
+  redis.on('end', () => {
+    if (last !== 'connecting' || closing()) return;
+    log.warn({ connection: label }, 'Redis connection ended by a failover noticed while it reconnected; connecting again');
+    setTimeout(() => {
+      // Closed meanwhile (shutdown): stays closed. A failed attempt retries as any reconnect does.
+      if (redis.status === 'end' && !closing()) redis.connect().catch(() => {});
+    }, RECONNECT_AFTER_ABORT_MS).unref();
+  });
 }
 
 /**
