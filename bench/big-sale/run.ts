@@ -109,14 +109,21 @@ interface BenchJson {
 const quantile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN);
 const answers503 = (r: BenchRunJson) => Object.entries(r.load.outcomes).filter(([k]) => k.startsWith('503')).reduce((n, [, c]) => n + c, 0);
 
-/** GET /stats of a voucher every STATS_EVERY_MS: latency of each answer, and orders stored over time. */
+/**
+ * GET /stats of a voucher every STATS_EVERY_MS: latency of each answer, and orders stored over time.
+ * Each poll is preceded by a GET /healthz (no Redis, no database): the floor of any answer from
+ * the same process at that moment, to tell the route's own cost from the box's queue for a core.
+ */
 function pollStats(api: JsonClient, admin: string, voucherId: string) {
   const latencies: number[] = [];
+  const floor: number[] = [];
   const stored: { at: number; orders: number }[] = [];
   let running = true;
   let latest = 0;
   const done = (async () => {
     while (running) {
+      const h0 = performance.now();
+      if ((await api.request('GET', '/healthz').catch(() => null))?.status === 200) floor.push(performance.now() - h0);
       const t0 = performance.now();
       const res = await api.request('GET', `/api/vouchers/${voucherId}/stats`, { headers: { authorization: admin } }).catch(() => null);
       const t1 = performance.now();
@@ -126,7 +133,7 @@ function pollStats(api: JsonClient, admin: string, voucherId: string) {
         latest = Object.values(orders).reduce((n, c) => n + c, 0);
         stored.push({ at: t1, orders: latest });
       }
-      await new Promise((r) => setTimeout(r, Math.max(0, STATS_EVERY_MS - (t1 - t0))));
+      await new Promise((r) => setTimeout(r, Math.max(0, STATS_EVERY_MS - (t1 - h0))));
     }
   })();
   return {
@@ -150,6 +157,10 @@ function pollStats(api: JsonClient, admin: string, voucherId: string) {
         p50Ms: quantile(sorted, 0.5),
         p99Ms: quantile(sorted, 0.99),
         maxMs: sorted[sorted.length - 1] ?? NaN,
+        floor: (() => {
+          const f = [...floor].sort((a, b) => a - b);
+          return { p50Ms: quantile(f, 0.5), p99Ms: quantile(f, 0.99), maxMs: f[f.length - 1] ?? NaN };
+        })(),
         drainPerS: first && last && last.at > first.at ? ((last.orders - first.orders) * 1000) / (last.at - first.at) : NaN,
         drainPeakPerS: peak,
       };
