@@ -48,7 +48,7 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   const context = async () =>
     [
       await topology.describe(),
-      `killed at ${Math.round(killedAt - startedAt)} ms; answers since: ${sale ? answersSince(sale, killedAt, startedAt) : 'none'}`,
+      killedAt === Infinity ? 'the master not killed yet' : `killed at ${Math.round(killedAt - startedAt)} ms; answers since: ${answersSince(sale!, killedAt, startedAt)}`,
       `the service's last warnings:\n${logs.text() || '(none)'}`,
     ].join('\n');
   const explained = async <T>(step: Promise<T>): Promise<T> => {
@@ -66,8 +66,8 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 100, retries: 100, retryPauseMs: 100, retryForMs: 25_000 });
   await explained(waitFor('a quarter of the units admitted', () => sale.answers.filter((a) => a.status === 202).length >= STOCK / 4, 15_000));
   step('a quarter sold; killing the master');
-  killedAt = performance.now();
   await topology.killMaster();
+  killedAt = performance.now();
   await sale.done;
   step('sale over');
   ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
@@ -105,39 +105,40 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   return { t, v, sale };
 }
 
-/**
- * A log destination for a failure's message: per kind of line (its message and error), how often
- * it came and when first and last (ms since `startedAt`, performance.now() time), for the `size`
- * kinds seen last. A flood of one warning hides nothing else.
- */
+/** Occurrences by kind: how many, and first and last when (ms since `startedAt`), most recent kind last; `keep` kinds at most. */
+function tally(startedAt: number, keep = Infinity) {
+  const kinds = new Map<string, { count: number; first: number; last: number }>();
+  return {
+    add(kind: string, when = performance.now()) {
+      const at = Math.round(when - startedAt);
+      const known = kinds.get(kind);
+      kinds.delete(kind); // re-inserted: the map's order is that of each kind's last occurrence
+      kinds.set(kind, { count: (known?.count ?? 0) + 1, first: known?.first ?? at, last: at });
+      if (kinds.size > keep) kinds.delete(kinds.keys().next().value!);
+    },
+    lines: () => [...kinds].map(([kind, { count, first, last }]) => `${count}× at ${first}–${last} ms: ${kind}`),
+  };
+}
+
+/** A log destination for a failure's message: the service's lines by message and error, the `size` kinds seen last. A flood of one warning hides nothing else. */
 function recentLines(size: number, startedAt: number): { write(line: string): void; text(): string } {
-  const seen = new Map<string, { count: number; first: number; last: number }>();
+  const seen = tally(startedAt, size);
   return {
     write(line) {
-      const at = Math.round(performance.now() - startedAt);
       let kind = line.slice(0, 200);
       try {
         const { msg, err, error, connection } = JSON.parse(line) as { msg?: string; err?: { message?: string }; error?: string; connection?: string };
         kind = [msg, connection, err?.message ?? error].filter(Boolean).join(' · ').slice(0, 300);
       } catch {} // not JSON: the line's start is its kind
-      const known = seen.get(kind);
-      seen.delete(kind); // re-inserted: the map's order is that of each kind's last line
-      seen.set(kind, { count: (known?.count ?? 0) + 1, first: known?.first ?? at, last: at });
-      if (seen.size > size) seen.delete(seen.keys().next().value!);
+      seen.add(kind);
     },
-    text: () => [...seen].map(([kind, { count, first, last }]) => `${count}× at ${first}–${last} ms: ${kind}`).join('\n'),
+    text: () => seen.lines().join('\n'),
   };
 }
 
-/** The answers since `since` (performance.now() time), by status and code: how many, first and last (ms since `startedAt`). */
+/** The buyers' answers since `since` (performance.now() time), by status and code. */
 function answersSince(sale: Sale, since: number, startedAt: number): string {
-  const groups = new Map<string, { count: number; first: number; last: number }>();
-  for (const a of sale.answers) {
-    if (a.at < since) continue;
-    const kind = `${a.status} ${a.code ?? a.error ?? ''}`.trim();
-    const at = Math.round(a.at - startedAt);
-    const g = groups.get(kind);
-    groups.set(kind, { count: (g?.count ?? 0) + 1, first: g?.first ?? at, last: at });
-  }
-  return [...groups].map(([kind, { count, first, last }]) => `${count}× ${kind} at ${first}–${last} ms`).join('; ') || 'none';
+  const answers = tally(startedAt);
+  for (const a of sale.answers) if (a.at >= since) answers.add(`${a.status} ${a.code ?? a.error ?? ''}`.trim(), a.at);
+  return answers.lines().join('; ') || 'none';
 }
