@@ -177,8 +177,9 @@ export async function startSentinelTopology({ minReplicas = 0 } = {}): Promise<S
       for (let p = port; p < port + 6; p++) {
         const isSentinel = p >= port + 3;
         const cli = await run('redis-cli', ['-p', String(p), ...(isSentinel ? ['sentinel', 'master', settings.REDIS_SENTINEL_NAME!] : ['info', 'replication'])], { timeoutMs: 5_000 });
-        const raw = cli.stdout.replace(/\r/g, '').split('\n').filter(Boolean);
-        // INFO answers key:value lines, SENTINEL MASTER a key line then a value line.
+        // INFO answers key:value lines (blank lines between sections), SENTINEL MASTER a key line
+        // then a value line, which may be blank: kept, or every later pair would be shifted.
+        const raw = cli.stdout.replace(/\r/g, '').replace(/\n$/, '').split('\n').filter((l) => isSentinel || l);
         const pairs = isSentinel ? raw.flatMap((k, i) => (i % 2 === 0 ? [[k, raw[i + 1]]] : [])) : raw.map((l) => l.split(':'));
         const shown = pairs.filter(([k]) => keep.test(k!)).map(([k, v]) => `${k}=${v}`);
         lines.push(`${isSentinel ? 'sentinel' : 'redis'} ${p}: ${cli.code === 0 && shown.length ? shown.join(' ') : 'down'}`);
