@@ -107,6 +107,11 @@ interface BenchJson {
 // --- measurements ------------------------------------------------------------------------------
 
 const quantile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN);
+/** p50, p99 and max of latencies in ms. */
+function spread(samples: number[]): { p50Ms: number; p99Ms: number; maxMs: number } {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted[sorted.length - 1] ?? NaN };
+}
 const answers503 = (r: BenchRunJson) => Object.entries(r.load.outcomes).filter(([k]) => k.startsWith('503')).reduce((n, [, c]) => n + c, 0);
 
 /**
@@ -142,7 +147,6 @@ function pollStats(api: JsonClient, admin: string, voucherId: string) {
     async stop() {
       running = false;
       await done;
-      const sorted = [...latencies].sort((a, b) => a - b);
       // Orders stored per second: overall from the first to the last stored order, and the best second.
       const moving = stored.filter((s, i) => i > 0 && s.orders > stored[i - 1]!.orders);
       const first = stored.find((s) => s.orders > 0);
@@ -154,13 +158,8 @@ function pollStats(api: JsonClient, admin: string, voucherId: string) {
       }
       return {
         polls: latencies.length,
-        p50Ms: quantile(sorted, 0.5),
-        p99Ms: quantile(sorted, 0.99),
-        maxMs: sorted[sorted.length - 1] ?? NaN,
-        floor: (() => {
-          const f = [...floor].sort((a, b) => a - b);
-          return { p50Ms: quantile(f, 0.5), p99Ms: quantile(f, 0.99), maxMs: f[f.length - 1] ?? NaN };
-        })(),
+        ...spread(latencies),
+        floor: spread(floor),
         drainPerS: first && last && last.at > first.at ? ((last.orders - first.orders) * 1000) / (last.at - first.at) : NaN,
         drainPeakPerS: peak,
       };
