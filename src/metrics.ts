@@ -212,7 +212,7 @@ function lifecycleMetrics(registry: Registry): Pick<Metrics, 'expired' | 'expiry
 function consistencyMetrics(registry: Registry): Pick<Metrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges' | 'clockBackwards'> {
   const repairs = new Counter({
     name: 'seckill_reconcile_repairs_total',
-    help: 'Drift repaired by reconciliation, by kind (see README: Operations).',
+    help: 'Drift repaired by reconciliation, by kind (docs/operations.md: Reconciliation and the audit).',
     labelNames: ['kind'] as const,
     registers: [registry],
   });
