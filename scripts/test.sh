@@ -5,21 +5,48 @@
 # Node 20's test runner has no globs, so the files are found here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Install when node_modules is missing or older than the lock file (new dependencies since).
-[[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
-bash scripts/services.sh up
-# The page tests (test/web) drive Debian's Chromium through playwright-core: install it once.
+# Where the time goes: each step's seconds on stderr at the end, each pass's files in .test-times/.
+times=()
+step() { times+=("$(printf '%4ds  %s' $((SECONDS - step_start)) "$1")"); step_start=$SECONDS; }
+report() { printf 'test.sh: %s\n' "${times[@]}" "total ${SECONDS}s" >&2; }
+trap report EXIT
+step_start=$SECONDS
+
+# The page tests (test/web) drive Debian's Chromium through playwright-core: installed once, in
+# the background while the dependencies install and the code is type checked (a minute or two of
+# downloading on a fresh machine), awaited before the first pass.
+chromium_install=
 if [[ ! -x /usr/bin/chromium ]]; then
   [[ $(id -u) -eq 0 ]] || { echo "test/web needs /usr/bin/chromium: run as root once, or apt-get install chromium" >&2; exit 1; }
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  mkdir -p .test-times
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >.test-times/chromium-install.log 2>&1 &
+  chromium_install=$!
 fi
+# Install when node_modules is missing or older than the lock file (new dependencies since).
+[[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
+step "dependencies"
+bash scripts/services.sh up
+step "services"
 mapfile -t files < <(find test -name '*.test.ts' | sort)
 [[ ${#files[@]} -gt 0 ]] || { echo "no test files found" >&2; exit 1; }
 npx tsc -p tsconfig.check.json
+step "type check"
+if [[ -n $chromium_install ]]; then
+  wait "$chromium_install" || { cat .test-times/chromium-install.log >&2; echo "apt-get install chromium failed" >&2; exit 1; }
+  step "waiting for chromium"
+fi
 # A test may run 3 minutes at most (unless it says otherwise), and a file whose tests are done
 # exits even if something it started still holds the event loop: a hang fails, never stalls CI.
-run_tests() { node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit "$@"; }
-run_tests "${files[@]}"
+# Beside the usual report, scripts/file-times.mjs writes each file's seconds to .test-times/<pass>.
+mkdir -p .test-times
+run_tests() {
+  local pass=$1; shift
+  node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit \
+    --test-reporter=tap --test-reporter-destination=stdout \
+    --test-reporter=./scripts/file-times.mjs --test-reporter-destination=".test-times/$pass.txt" "$@"
+  step "$pass pass (${#@} files)"
+}
+run_tests redis-mariadb "${files[@]}"
 
 # Second pass on a Redis Cluster (3 masters, 3 replicas): admission, sold-out answers (with and
 # without a snapshot), rate limits, claim tokens and locks, pipeline, payments and expiry, waitlist,
@@ -35,10 +62,10 @@ on_cluster=(
 )
 port=7400
 dir="$PWD/.services/test-cluster"
-trap 'bash scripts/redis-topology.sh cluster down --port $port --dir "$dir"' EXIT
+trap 'bash scripts/redis-topology.sh cluster down --port $port --dir "$dir"; report' EXIT
 nodes=$(bash scripts/redis-topology.sh cluster up --port $port --dir "$dir")
 echo "second pass on a Redis Cluster: ${nodes}"
-TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests "${on_cluster[@]}"
+TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_cluster[@]}"
 
 # Third pass on PostgreSQL: every file that touches the database (each its own database, as on
 # MariaDB). Left out: files without a database, the Redis topology tests (Sentinel failovers,
@@ -60,4 +87,4 @@ done
 on_postgres=()
 for f in "${files[@]}"; do [[ -n ${not_on_postgres[$f]:-} ]] || on_postgres+=("$f"); done
 echo "third pass on PostgreSQL: ${#on_postgres[@]} files"
-TEST_DATABASE_SERVER=${TEST_POSTGRES_SERVER:-postgres://postgres@127.0.0.1:5432} run_tests "${on_postgres[@]}"
+TEST_DATABASE_SERVER=${TEST_POSTGRES_SERVER:-postgres://postgres@127.0.0.1:5432} run_tests postgres "${on_postgres[@]}"

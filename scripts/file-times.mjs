@@ -1,0 +1,20 @@
+// A node:test reporter that writes where a pass's time went: per test file, the wall time from its
+// first reported event to its last, and the sum of its top-level tests' durations, slowest first.
+// scripts/test.sh adds it beside the usual output; the table lands in .test-times/<pass>.txt.
+export default async function* fileTimes(source) {
+  const files = new Map();
+  for await (const { type, data } of source) {
+    if (!data?.file) continue;
+    const now = performance.now();
+    const f = files.get(data.file) ?? { first: now, last: now, tests: 0 };
+    f.last = now;
+    if (type === 'test:pass' || type === 'test:fail') {
+      if (data.nesting === 0) f.tests += data.details?.duration_ms ?? 0;
+    }
+    files.set(data.file, f);
+  }
+  const rows = [...files].map(([file, f]) => ({ file: file.replace(`${process.cwd()}/`, ''), wall: (f.last - f.first) / 1000, tests: f.tests / 1000 }));
+  rows.sort((a, b) => b.tests - a.tests);
+  yield 'tests_s\twall_s\tfile\n';
+  for (const r of rows) yield `${r.tests.toFixed(1)}\t${r.wall.toFixed(1)}\t${r.file}\n`;
+}
