@@ -33,7 +33,7 @@ export interface QueueRepository {
   /** Adds entrants to the copy of the voucher's pre-queue (an INSERT per 1,000); an entrant copied before keeps its row. */
   copyPrequeue(voucherId: bigint, entrants: readonly Joined[]): Promise<void>;
   /** The copy of the pre-queue by user id, after user `after` (null: from the first), at most `limit`. */
-  prequeueCopy(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
+  copiedEntrants(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
   /** Replaces the voucher's entrant list with `order` (place 1 first), and drops the pre-queue's copy, in one transaction. */
   saveEntrants(voucherId: bigint, order: readonly string[]): Promise<void>;
   /** Publishes the draw: from now on its seed is public. */
@@ -47,6 +47,11 @@ export interface QueueRepository {
 }
 
 export function createQueueRepository(db: Db): QueueRepository {
+  return { ...drawRows(db), ...entrantLists(db) };
+}
+
+/** The draw's row: its seed and outcome, and when its queue closed. */
+function drawRows(db: Db): Pick<QueueRepository, 'draw' | 'openQueues' | 'publish' | 'close' | 'paidUnits'> {
   return {
     async draw(voucherId) {
       const row = await db.selectFrom('queue_draws').select(['seed', 'drawn_at', 'closed_at']).where('voucher_id', '=', voucherId.toString()).executeTakeFirst();
@@ -62,6 +67,33 @@ export function createQueueRepository(db: Db): QueueRepository {
         .execute();
       return rows.map((r) => ({ voucherId: BigInt(r.voucher_id), opensAt: r.queue_opens_at!, beginAt: r.begin_at, endAt: r.end_at, drawn: r.drawn_at !== null }));
     },
+    async publish(voucherId, { drawnAt, entrants, admitted }) {
+      await db.updateTable('queue_draws').set({ drawn_at: drawnAt, entrants, admitted }).where('voucher_id', '=', voucherId.toString()).execute();
+    },
+    async close(voucherId) {
+      const result = await db
+        .updateTable('queue_draws')
+        .set({ closed_at: dialectOf(db).now })
+        .where('voucher_id', '=', voucherId.toString())
+        .where('closed_at', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async paidUnits(voucherId) {
+      const row = await db
+        .selectFrom('orders')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('quantity'), eb.lit(0)).as('units'))
+        .where('voucher_id', '=', voucherId.toString())
+        .where('status', '=', 'paid')
+        .executeTakeFirstOrThrow();
+      return Number(row.units);
+    },
+  };
+}
+
+/** The pre-queue's copy before the draw, and the drawn entrant list after it. */
+function entrantLists(db: Db): Pick<QueueRepository, 'copyPrequeue' | 'copiedEntrants' | 'saveEntrants' | 'entrants'> {
+  return {
     async copyPrequeue(voucherId, entrants) {
       const id = voucherId.toString();
       // A row copied before is kept as it is.
@@ -71,7 +103,7 @@ export function createQueueRepository(db: Db): QueueRepository {
         await db.insertInto('queue_prequeue').values(rows).modifyEnd(keep).execute();
       }
     },
-    async prequeueCopy(voucherId, after, limit) {
+    async copiedEntrants(voucherId, after, limit) {
       const rows = await db
         .selectFrom('queue_prequeue')
         .select(['user_id', 'joined_us'])
@@ -93,18 +125,6 @@ export function createQueueRepository(db: Db): QueueRepository {
         }
       });
     },
-    async publish(voucherId, { drawnAt, entrants, admitted }) {
-      await db.updateTable('queue_draws').set({ drawn_at: drawnAt, entrants, admitted }).where('voucher_id', '=', voucherId.toString()).execute();
-    },
-    async close(voucherId) {
-      const result = await db
-        .updateTable('queue_draws')
-        .set({ closed_at: dialectOf(db).now })
-        .where('voucher_id', '=', voucherId.toString())
-        .where('closed_at', 'is', null)
-        .executeTakeFirst();
-      return result.numUpdatedRows === 1n;
-    },
     async entrants(voucherId, after, limit) {
       const rows = await db
         .selectFrom('queue_entrants as e')
@@ -117,15 +137,6 @@ export function createQueueRepository(db: Db): QueueRepository {
         .limit(limit)
         .execute();
       return rows.map((r) => ({ position: r.position, userId: r.user_id }));
-    },
-    async paidUnits(voucherId) {
-      const row = await db
-        .selectFrom('orders')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('quantity'), eb.lit(0)).as('units'))
-        .where('voucher_id', '=', voucherId.toString())
-        .where('status', '=', 'paid')
-        .executeTakeFirstOrThrow();
-      return Number(row.units);
     },
   };
 }
