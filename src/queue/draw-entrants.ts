@@ -7,14 +7,12 @@ import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { pairsOf } from '../infra/redis/walk.js';
 import { mergeRanked, type Ranked, rankAll } from './draw-order.js';
-import { ENTRANTS_STEP, joinedOf, type PrequeueCopy } from './prequeue-copy.js';
+import { COPY_EVERY_MS, ENTRANTS_STEP, joinedOf, type PrequeueCopy } from './prequeue-copy.js';
 import type { QueueVoucher } from './queue.js';
 import type { Joined } from './repository.js';
 
 /** Longest wait for Redis time to reach beginAt (the process clock ahead of Redis's). */
 const CLOCK_WAIT_MS = 10_000;
-/** How often the pre-queue is copied while the draw waits for beginAt (as the runner's looks). */
-const COPY_EVERY_MS = 1_000;
 
 export interface DrawEntrantsDeps {
   redis: RedisClient;

@@ -22,6 +22,8 @@ import type { Joined, QueueRepository } from './repository.js';
 
 /** Entrants (or their places) read from or written to Redis, or read from the database, per command. */
 export const ENTRANTS_STEP = 5_000;
+/** How often an open pre-queue is copied (by the runner's looks, then by the draw while it waits). */
+export const COPY_EVERY_MS = 1_000;
 /** The queue hash's field holding the copy's cursor (a join time, µs). */
 const CURSOR = 'copied';
 
