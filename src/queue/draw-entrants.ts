@@ -36,7 +36,7 @@ export interface EarlyRanking {
   restored: number;
 }
 
-/** The drawn order, with every entrant (user id -> join time) and how many were put back meanwhile. */
+/** The draw's ranking, with every entrant (user id -> join time) and how many were put back meanwhile. */
 export interface FinalRanking {
   ranked: Ranked[];
   joined: Map<string, string>;
@@ -75,12 +75,12 @@ export async function waitForBegin(deps: DrawEntrantsDeps, v: QueueVoucher, begi
 }
 
 /**
- * The drawn order: the entrants ranked before the start and those who joined since, read after
+ * The draw's ranking: the entrants ranked before the start and those who joined since, read after
  * the freeze, with every entrant read. Join times only say which were read: a count that does not
  * add up (a clock set back gave a late join an earlier time, or Redis lost entrants meanwhile)
  * means all are read, the lost ones put back, and all ranked again.
  */
-export async function finalOrder(deps: DrawEntrantsDeps, v: QueueVoucher, seed: string, early: EarlyRanking): Promise<FinalRanking> {
+export async function finalRanking(deps: DrawEntrantsDeps, v: QueueVoucher, seed: string, early: EarlyRanking): Promise<FinalRanking> {
   const { redis, keys } = deps;
   const key = keys.queueEntrants(v.id);
   const read = early.entrants;

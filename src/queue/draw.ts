@@ -22,7 +22,7 @@ import { type AdmitClaim, AdmitCode, type AdmissionScripts, MAX_ADMIT_BATCH } fr
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
-import { finalOrder, rankEarly, redisNow, waitForBegin } from './draw-entrants.js';
+import { finalRanking, rankEarly, redisNow, waitForBegin } from './draw-entrants.js';
 import { announceDrawn, placeAll } from './draw-places.js';
 import { createPrequeueCopy, type PrequeueCopy } from './prequeue-copy.js';
 import { type Queue, type QueueVoucher, windowOf } from './queue.js';
@@ -94,29 +94,29 @@ async function draw(c: DrawContext, v: QueueVoucher): Promise<DrawReport | null>
   let restored = early.restored + (await waitForBegin(c, v, beginMs, early.stored));
   const before = await freeze(c, v);
 
-  const final = await finalOrder(c, v, row.seed, early);
+  const final = await finalRanking(c, v, row.seed, early);
   restored += final.restored;
-  const order = final.ranked.map((r) => r.userId);
+  const byPlace = final.ranked.map((r) => r.userId);
   const sortedAfterMs = await sinceBegin();
-  const admitting = before.placed ? before.admitting : Math.min(order.length, await stockOf(c, v));
+  const admitting = before.placed ? before.admitting : Math.min(byPlace.length, await stockOf(c, v));
   // The first places first: the buyers waiting for them are placed right after.
-  const admitted = before.open ? [] : await admitFirst(c, v, order.slice(0, admitting));
+  const admitted = before.open ? [] : await admitFirst(c, v, byPlace.slice(0, admitting));
   const admittedAfterMs = await sinceBegin();
   // The entrants not copied yet (the last second's joins), while the places are written: a draw
   // run again after Redis lost its data meanwhile draws them too.
   const copying = c.prequeue.copy(v.id, [...final.joined].filter(([u]) => !early.stored.has(u)));
   copying.catch(() => undefined); // awaited before the entrant list is stored; a draw that fails first runs again
   const drawnAt = before.placed ? before.drawnAt : beginMs + sortedAfterMs;
-  if (!before.placed) await placeAll(c, v, order, admitting, drawnAt);
+  if (!before.placed) await placeAll(c, v, byPlace, admitting, drawnAt);
   if (!before.open) await c.redis.hset(c.keys.queue(v.id), 'open', 1, 'openedAt', await redisNow(c.redis), 'drawAdmitted', admitted.length);
   const promoted = await c.queue.promote(v);
 
   await copying;
-  await publish(c, v, row.seed, order, admitting, drawnAt);
+  await publish(c, v, row.seed, byPlace, admitting, drawnAt);
   const publishedAfterMs = await sinceBegin();
   // Only by the run that admitted them: a run again after a crash does not know every order.
-  if (!before.open) await announceDrawn(c.pubsub, v, order, admitting, new Map(admitted.map((a) => [a.userId, a.orderId])));
-  return { voucherId: v.id.toString(), entrants: order.length, restored, admitted: admitted.length, promoted: promoted.length, sortedAfterMs, admittedAfterMs, publishedAfterMs };
+  if (!before.open) await announceDrawn(c.pubsub, v, byPlace, admitting, new Map(admitted.map((a) => [a.userId, a.orderId])));
+  return { voucherId: v.id.toString(), entrants: byPlace.length, restored, admitted: admitted.length, promoted: promoted.length, sortedAfterMs, admittedAfterMs, publishedAfterMs };
 }
 
 /** Closes the pre-queue (a join from now on is an arrival); returns what a run before left. */
@@ -177,8 +177,8 @@ async function admitBatch(c: DrawContext, v: QueueVoucher, users: string[], firs
 }
 
 /** Step 5: the entrant list stored (it replaces the pre-queue's copy), then the seed made public. */
-async function publish({ redis, keys, repository }: DrawContext, v: QueueVoucher, seed: string, order: string[], admitting: number, drawnAt: number) {
-  await repository.saveEntrants(v.id, order);
-  await repository.publish(v.id, { drawnAt: new Date(drawnAt), entrants: order.length, admitted: admitting });
+async function publish({ redis, keys, repository }: DrawContext, v: QueueVoucher, seed: string, byPlace: string[], admitting: number, drawnAt: number) {
+  await repository.saveEntrants(v.id, byPlace);
+  await repository.publish(v.id, { drawnAt: new Date(drawnAt), entrants: byPlace.length, admitted: admitting });
   await redis.hset(keys.queue(v.id), 'seed', seed);
 }

@@ -34,8 +34,8 @@ export interface QueueRepository {
   copyPrequeue(voucherId: bigint, entrants: readonly Joined[]): Promise<void>;
   /** The copy of the pre-queue by user id, after user `after` (null: from the first), at most `limit`. */
   copiedEntrants(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
-  /** Replaces the voucher's entrant list with `order` (place 1 first), and drops the pre-queue's copy, in one transaction. */
-  saveEntrants(voucherId: bigint, order: readonly string[]): Promise<void>;
+  /** Replaces the voucher's entrant list with `byPlace` (user ids, place 1 first), and drops the pre-queue's copy, in one transaction. */
+  saveEntrants(voucherId: bigint, byPlace: readonly string[]): Promise<void>;
   /** Publishes the draw: from now on its seed is public. */
   publish(voucherId: bigint, outcome: { drawnAt: Date; entrants: number; admitted: number }): Promise<void>;
   /** Marks the queue closed (once); false when it was closed before. */
@@ -114,13 +114,13 @@ function entrantLists(db: Db): Pick<QueueRepository, 'copyPrequeue' | 'copiedEnt
         .execute();
       return rows.map((r) => [r.user_id, r.joined_us] as const);
     },
-    async saveEntrants(voucherId, order) {
+    async saveEntrants(voucherId, byPlace) {
       const id = voucherId.toString();
       await db.transaction().execute(async (trx) => {
         await trx.deleteFrom('queue_entrants').where('voucher_id', '=', id).execute();
         await trx.deleteFrom('queue_prequeue').where('voucher_id', '=', id).execute();
-        for (let i = 0; i < order.length; i += ENTRANTS_PER_INSERT) {
-          const rows = order.slice(i, i + ENTRANTS_PER_INSERT).map((userId, j) => ({ voucher_id: id, position: i + j + 1, user_id: userId }));
+        for (let i = 0; i < byPlace.length; i += ENTRANTS_PER_INSERT) {
+          const rows = byPlace.slice(i, i + ENTRANTS_PER_INSERT).map((userId, j) => ({ voucher_id: id, position: i + j + 1, user_id: userId }));
           await trx.insertInto('queue_entrants').values(rows).execute();
         }
       });
