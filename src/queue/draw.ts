@@ -92,30 +92,30 @@ async function draw(c: DrawContext, v: QueueVoucher): Promise<DrawReport | null>
   const sinceBegin = async () => (await redisNow(c.redis)) - beginMs;
   const early = await rankEarly(c, v, row.seed);
   let restored = early.restored + (await waitForBegin(c, v, beginMs, early.stored));
-  const before = await freeze(c, v);
+  const earlier = await freeze(c, v);
 
   const final = await finalRanking(c, v, row.seed, early);
   restored += final.restored;
   const byPlace = final.ranked.map((r) => r.userId);
   const sortedAfterMs = await sinceBegin();
-  const admitting = before.placed ? before.admitting : Math.min(byPlace.length, await stockOf(c, v));
+  const admitting = earlier.placed ? earlier.admitting : Math.min(byPlace.length, await stockOf(c, v));
   // The first places first: the buyers waiting for them are placed right after.
-  const admitted = before.open ? [] : await admitFirst(c, v, byPlace.slice(0, admitting));
+  const admitted = earlier.open ? [] : await admitFirst(c, v, byPlace.slice(0, admitting));
   const admittedAfterMs = await sinceBegin();
   // The entrants not copied yet (the last second's joins), while the places are written: a draw
   // run again after Redis lost its data meanwhile draws them too.
   const copying = c.prequeue.copy(v.id, [...final.joined].filter(([u]) => !early.stored.has(u)));
   copying.catch(() => undefined); // awaited before the entrant list is stored; a draw that fails first runs again
-  const drawnAt = before.placed ? before.drawnAt : beginMs + sortedAfterMs;
-  if (!before.placed) await placeAll(c, v, byPlace, admitting, drawnAt);
-  if (!before.open) await c.redis.hset(c.keys.queue(v.id), 'open', 1, 'openedAt', await redisNow(c.redis), 'drawAdmitted', admitted.length);
+  const drawnAt = earlier.placed ? earlier.drawnAt : beginMs + sortedAfterMs;
+  if (!earlier.placed) await placeAll(c, v, byPlace, admitting, drawnAt);
+  if (!earlier.open) await c.redis.hset(c.keys.queue(v.id), 'open', 1, 'openedAt', await redisNow(c.redis), 'drawAdmitted', admitted.length);
   const promoted = await c.queue.promote(v);
 
   await copying;
   await publish(c, v, row.seed, byPlace, admitting, drawnAt);
   const publishedAfterMs = await sinceBegin();
   // Only by the run that admitted them: a run again after a crash does not know every order.
-  if (!before.open) await announceDrawn(c.pubsub, v, byPlace, admitting, new Map(admitted.map((a) => [a.userId, a.orderId])));
+  if (!earlier.open) await announceDrawn(c.pubsub, v, byPlace, admitting, new Map(admitted.map((a) => [a.userId, a.orderId])));
   return { voucherId: v.id.toString(), entrants: byPlace.length, restored, admitted: admitted.length, promoted: promoted.length, sortedAfterMs, admittedAfterMs, publishedAfterMs };
 }
 
