@@ -54,19 +54,86 @@ function destroy(connection: ChannelModel): void {
   (connection.connection as unknown as { stream: { destroy(): void } }).stream.destroy();
 }
 
-export function createAmqpPublisher({ url, exchange, log, confirmTimeoutMs, connectTimeoutMs = CONNECT_TIMEOUT_MS }: AmqpPublisherDeps): EventPublisher {
-  let link: Link | null = null;
-  let opening: Promise<Link> | null = null;
-  let closed = false;
-  let connectedOnce = false;
+export function createAmqpPublisher(deps: AmqpPublisherDeps): EventPublisher {
+  return new AmqpPublisher({ ...deps, connectTimeoutMs: deps.connectTimeoutMs ?? CONNECT_TIMEOUT_MS });
+}
+
+class AmqpPublisher implements EventPublisher {
+  private link: Link | null = null;
+  private opening: Promise<Link> | null = null;
+  private closed = false;
+  private connectedOnce = false;
+
+  constructor(private readonly deps: Required<AmqpPublisherDeps>) {}
+
+  async connect(): Promise<void> {
+    if (this.closed) throw new Error('order event publisher is closed');
+    this.link ??= await (this.opening ??= this.open().finally(() => {
+      this.opening = null;
+    }));
+    if (this.link.blocked) throw new Error(`the broker blocks publishing: ${this.link.blocked}`);
+  }
+
+  async publishConfirmed(messages: EventMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const l = this.link;
+    if (!l) throw new Error('not connected to the broker');
+    if (l.blocked) throw new Error(`the broker blocks publishing: ${l.blocked}`);
+    for (const m of messages) {
+      // publish() answering false only means the socket buffer is full; the confirms still come.
+      l.channel.publish(this.deps.exchange, m.routingKey, m.body, {
+        persistent: true,
+        messageId: m.eventId,
+        type: m.type,
+        contentType: 'application/json',
+        timestamp: Math.floor(m.atMs / 1000),
+      });
+    }
+    try {
+      await this.confirmed(l, messages.length);
+    } catch (err) {
+      // Blocked: the link is sound and is kept until unblocked. Otherwise its confirms can no
+      // longer be trusted: start over on a fresh connection.
+      if (!l.blocked) this.drop(l);
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const l = this.link ?? (await this.opening?.catch(() => null)) ?? null;
+    this.link = null;
+    // A blocked broker never answers the close: destroy the connection when it takes too long.
+    if (l) await Promise.race([l.connection.close(), new Promise((r) => setTimeout(r, this.deps.connectTimeoutMs).unref())]).catch(() => undefined).finally(() => destroy(l.connection));
+  }
+
+  /** Waits for the broker's confirms of what was published on `l`, up to the confirm timeout, or until the link fails. */
+  private async confirmed(l: Link, count: number): Promise<void> {
+    const { confirmTimeoutMs } = this.deps;
+    let timer: NodeJS.Timeout | undefined;
+    const failed = new Promise<never>((_, reject) => {
+      l.abort = reject;
+      timer = setTimeout(() => reject(new Error(`broker did not confirm ${count} event(s) within ${confirmTimeoutMs} ms`)), confirmTimeoutMs);
+    });
+    const confirmed = l.channel.waitForConfirms();
+    confirmed.catch(() => undefined); // still pending when the wait is given up
+    try {
+      await Promise.race([confirmed, failed]);
+    } finally {
+      l.abort = null;
+      clearTimeout(timer);
+    }
+  }
 
   /** Gives the link up for good; a later connect() opens a new one. */
-  function drop(l: Link): void {
-    if (link === l) link = null;
+  private drop(l: Link): void {
+    if (this.link === l) this.link = null;
     destroy(l.connection);
   }
 
-  async function open(): Promise<Link> {
+  /** A connection and confirm channel, both ready within the connect timeout, or an error (the connection destroyed). */
+  private async open(): Promise<Link> {
+    const { url, connectTimeoutMs, log, exchange } = this.deps;
     let connection: ChannelModel | null = null;
     let abandoned = false;
     let timer: NodeJS.Timeout | undefined;
@@ -79,96 +146,54 @@ export function createAmqpPublisher({ url, exchange, log, confirmTimeoutMs, conn
     });
     const setup = async (): Promise<Link> => {
       connection = await amqp.connect(url, { timeout: connectTimeoutMs, clientProperties: { connection_name: 'seckill order events' } });
-      const c = connection;
-      if (abandoned) destroy(c);
-      // An 'error' is always followed by 'close'; without a listener it would crash the process.
-      c.on('error', (err: Error) => log.warn({ err: err.message }, 'order events: broker connection error'));
-      try {
-        const channel = await c.createConfirmChannel();
-        channel.on('error', (err: Error) => log.warn({ err: err.message }, 'order events: channel error'));
-        await channel.assertExchange(exchange, 'topic', { durable: true });
-        const l: Link = { connection: c, channel, blocked: null, abort: null };
-        const lost = () => {
-          l.abort?.(new Error('broker connection lost'));
-          drop(l);
-        };
-        c.on('close', lost);
-        channel.on('close', lost);
-        c.on('blocked', (reason: string) => {
-          l.blocked = reason || 'no reason given';
-          log.warn({ reason: l.blocked }, 'order events: the broker blocked publishing (resource alarm); events wait in the outbox');
-          l.abort?.(new Error(`the broker blocked publishing: ${l.blocked}`));
-        });
-        c.on('unblocked', () => {
-          l.blocked = null;
-          log.info('order events: the broker unblocked publishing');
-        });
-        return l;
-      } catch (err) {
-        destroy(c);
-        throw err;
-      }
+      if (abandoned) destroy(connection);
+      return this.linkOn(connection);
     };
     try {
       const l = await Promise.race([setup(), deadline]);
-      log.info({ exchange, reconnected: connectedOnce }, 'order events: connected to the broker');
-      connectedOnce = true;
+      log.info({ exchange, reconnected: this.connectedOnce }, 'order events: connected to the broker');
+      this.connectedOnce = true;
       return l;
     } finally {
       clearTimeout(timer);
     }
   }
 
-  return {
-    async connect() {
-      if (closed) throw new Error('order event publisher is closed');
-      link ??= await (opening ??= open().finally(() => {
-        opening = null;
-      }));
-      if (link.blocked) throw new Error(`the broker blocks publishing: ${link.blocked}`);
-    },
+  /** The confirm channel on a fresh connection, the exchange declared, and the link watched. */
+  private async linkOn(c: ChannelModel): Promise<Link> {
+    const { log, exchange } = this.deps;
+    // An 'error' is always followed by 'close'; without a listener it would crash the process.
+    c.on('error', (err: Error) => log.warn({ err: err.message }, 'order events: broker connection error'));
+    try {
+      const channel = await c.createConfirmChannel();
+      channel.on('error', (err: Error) => log.warn({ err: err.message }, 'order events: channel error'));
+      await channel.assertExchange(exchange, 'topic', { durable: true });
+      const l: Link = { connection: c, channel, blocked: null, abort: null };
+      this.watch(l);
+      return l;
+    } catch (err) {
+      destroy(c);
+      throw err;
+    }
+  }
 
-    async publishConfirmed(messages) {
-      if (messages.length === 0) return;
-      const l = link;
-      if (!l) throw new Error('not connected to the broker');
-      if (l.blocked) throw new Error(`the broker blocks publishing: ${l.blocked}`);
-      for (const m of messages) {
-        // publish() answering false only means the socket buffer is full; the confirms still come.
-        l.channel.publish(exchange, m.routingKey, m.body, {
-          persistent: true,
-          messageId: m.eventId,
-          type: m.type,
-          contentType: 'application/json',
-          timestamp: Math.floor(m.atMs / 1000),
-        });
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const failed = new Promise<never>((_, reject) => {
-        l.abort = reject;
-        timer = setTimeout(() => reject(new Error(`broker did not confirm ${messages.length} event(s) within ${confirmTimeoutMs} ms`)), confirmTimeoutMs);
-      });
-      const confirmed = l.channel.waitForConfirms();
-      confirmed.catch(() => undefined); // still pending when the wait is given up
-      try {
-        await Promise.race([confirmed, failed]);
-      } catch (err) {
-        // Blocked: the link is sound and is kept until unblocked. Otherwise its confirms can no
-        // longer be trusted: start over on a fresh connection.
-        if (!l.blocked) drop(l);
-        throw err;
-      } finally {
-        l.abort = null;
-        clearTimeout(timer);
-      }
-    },
-
-    async close() {
-      closed = true;
-      const l = link ?? (await opening?.catch(() => null)) ?? null;
-      link = null;
-      // A blocked broker never answers the close: destroy the connection when it takes too long.
-      if (l) await Promise.race([l.connection.close(), new Promise((r) => setTimeout(r, connectTimeoutMs).unref())]).catch(() => undefined).finally(() => destroy(l.connection));
-    },
-  };
+  /** A lost connection or channel fails the confirm wait and is dropped; a blocked one is kept, marked. */
+  private watch(l: Link): void {
+    const { log } = this.deps;
+    const lost = () => {
+      l.abort?.(new Error('broker connection lost'));
+      this.drop(l);
+    };
+    l.connection.on('close', lost);
+    l.channel.on('close', lost);
+    l.connection.on('blocked', (reason: string) => {
+      l.blocked = reason || 'no reason given';
+      log.warn({ reason: l.blocked }, 'order events: the broker blocked publishing (resource alarm); events wait in the outbox');
+      l.abort?.(new Error(`the broker blocked publishing: ${l.blocked}`));
+    });
+    l.connection.on('unblocked', () => {
+      l.blocked = null;
+      log.info('order events: the broker unblocked publishing');
+    });
+  }
 }

@@ -78,58 +78,12 @@ export interface OrderPubSubDeps {
 
 export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps): OrderPubSub {
   const channel = keys.orderEvents();
-  const pubSub = pubSubOf(redis);
-  const presence = `${channel}:listening`;
-  const self = randomUUID();
+  const redisPubSub = pubSubOf(redis);
+  const presence = new ListeningPresence(redis, scripts, log, `${channel}:listening`);
   const listeners = new Map<string, Set<UserEventListener>>();
-  let heartbeat: NodeJS.Timeout | null = null;
-  let othersListening = true; // until the first look says otherwise
-  let lookedAt = -Infinity;
-
-  const announce = () => scripts.presence(presence, self, PRESENCE_TTL_MS).catch((err: unknown) => log.warn({ err }, 'order events presence not renewed'));
-  async function startListening() {
-    if (heartbeat) return;
-    heartbeat = setInterval(announce, PRESENCE_TTL_MS / 3);
-    heartbeat.unref();
-    await announce();
-  }
-  function stopListening() {
-    if (!heartbeat) return;
-    clearInterval(heartbeat);
-    heartbeat = null;
-    redis.zrem(presence, self).catch(() => undefined);
-  }
-
-  function wanted(): boolean {
-    if (listeners.size > 0) return true;
-    const now = performance.now();
-    if (now - lookedAt >= LOOK_EVERY_MS) {
-      lookedAt = now;
-      scripts
-        .presence(presence, null, PRESENCE_TTL_MS)
-        .then((n) => (othersListening = n > 0))
-        .catch(() => (othersListening = true));
-    }
-    return othersListening;
-  }
-
-  function dispatch(message: string) {
-    let events: UserEvent[];
-    try {
-      events = JSON.parse(message) as UserEvent[];
-    } catch {
-      return;
-    }
-    for (const event of events) {
-      for (const listener of listeners.get(event.userId) ?? []) {
-        try {
-          listener(event);
-        } catch (err) {
-          log.warn({ err }, 'order event listener failed');
-        }
-      }
-    }
-  }
+  // One subscriber connection per process, opened by the first listener.
+  const subscriber = lazySubscriber({ redis, log, channel, connectionName: 'seckill-events', onMessage: (message) => deliver(listeners, log, message) });
+  const wanted = () => listeners.size > 0 || presence.othersListening();
 
   async function subscribeUser(userId: string, listener: UserEventListener): Promise<() => void> {
     let set = listeners.get(userId);
@@ -138,11 +92,11 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
     const unsubscribe = () => {
       set.delete(listener);
       if (set.size === 0 && listeners.get(userId) === set) listeners.delete(userId);
-      if (listeners.size === 0) stopListening();
+      if (listeners.size === 0) presence.leave();
     };
     try {
       await subscriber.subscribe();
-      await startListening();
+      await presence.join();
     } catch (err) {
       unsubscribe();
       throw err;
@@ -150,16 +104,13 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
     return unsubscribe;
   }
 
-  // One subscriber connection per process, opened by the first listener.
-  const subscriber = lazySubscriber({ redis, log, channel, connectionName: 'seckill-events', onMessage: dispatch });
-
   return {
     wanted,
     async publish(events) {
       if (events.length === 0 || !wanted()) return;
       const at = new Date().toISOString();
       try {
-        await pubSub.publish(channel, JSON.stringify(events.map((e) => ({ ...e, at }))));
+        await redisPubSub.publish(channel, JSON.stringify(events.map((e) => ({ ...e, at }))));
       } catch (err) {
         log.warn({ err, events: events.length }, 'order events not published');
       }
@@ -171,8 +122,76 @@ export function createOrderPubSub({ redis, keys, scripts, log }: OrderPubSubDeps
     subscribeUser,
     async close() {
       listeners.clear();
-      stopListening();
+      presence.leave();
       await subscriber.close();
     },
   };
+}
+
+/** Hands each event of a published message to the listeners of its user. */
+function deliver(listeners: Map<string, Set<UserEventListener>>, log: Logger, message: string): void {
+  let events: UserEvent[];
+  try {
+    events = JSON.parse(message) as UserEvent[];
+  } catch {
+    return;
+  }
+  for (const event of events) {
+    for (const listener of listeners.get(event.userId) ?? []) {
+      try {
+        listener(event);
+      } catch (err) {
+        log.warn({ err }, 'order event listener failed');
+      }
+    }
+  }
+}
+
+/**
+ * This process among the listening ones (its id in the presence set, renewed while it listens),
+ * and a cached look at whether other processes listen.
+ */
+class ListeningPresence {
+  private readonly self = randomUUID();
+  private heartbeat: NodeJS.Timeout | null = null;
+  private listening = true; // until the first look says otherwise
+  private lookedAt = -Infinity;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly scripts: PresenceScripts,
+    private readonly log: Logger,
+    private readonly key: string,
+  ) {}
+
+  private readonly renew = () => this.scripts.presence(this.key, this.self, PRESENCE_TTL_MS).catch((err: unknown) => this.log.warn({ err }, 'order events presence not renewed'));
+
+  /** Enters the set and keeps renewing the entry (once). */
+  async join(): Promise<void> {
+    if (this.heartbeat) return;
+    this.heartbeat = setInterval(this.renew, PRESENCE_TTL_MS / 3);
+    this.heartbeat.unref();
+    await this.renew();
+  }
+
+  /** Leaves the set. */
+  leave(): void {
+    if (!this.heartbeat) return;
+    clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    this.redis.zrem(this.key, this.self).catch(() => undefined);
+  }
+
+  /** Whether any process listened at the last look; looks again, in the background, at most every LOOK_EVERY_MS. */
+  othersListening(): boolean {
+    const now = performance.now();
+    if (now - this.lookedAt >= LOOK_EVERY_MS) {
+      this.lookedAt = now;
+      this.scripts
+        .presence(this.key, null, PRESENCE_TTL_MS)
+        .then((n) => (this.listening = n > 0))
+        .catch(() => (this.listening = true));
+    }
+    return this.listening;
+  }
 }

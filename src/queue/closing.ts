@@ -5,12 +5,11 @@
 import type { Logger } from 'pino';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { pairsOf } from '../infra/redis/walk.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
-import { type QueueVoucher, queueEvent, windowOf } from './queue.js';
+import { EVENTS_PER_MESSAGE, type QueueVoucher, queueEvent, windowOf } from './queue.js';
 import type { QueueRepository } from './repository.js';
-
-const EVENTS_PER_MESSAGE = 1_000;
 
 export interface ClosingDeps {
   redis: RedisClient;
@@ -29,14 +28,11 @@ export interface QueueClosing {
 }
 
 export function createQueueClosing({ redis, keys, repository, directory, pubsub, log }: ClosingDeps): QueueClosing {
-  async function announce(v: QueueVoucher) {
+  async function announceClosed(v: QueueVoucher) {
     const waitlist = keys.waitlist(v.id);
     for (let from = 0; pubsub.wanted(); from += EVENTS_PER_MESSAGE) {
       const part = await redis.zrange(waitlist, String(from), String(from + EVENTS_PER_MESSAGE - 1), 'WITHSCORES');
-      const events = [];
-      for (let i = 0; i < part.length; i += 2) {
-        events.push(queueEvent(v.id, part[i]!, { state: 'closed', position: Number(part[i + 1]), ahead: null, etaSeconds: null, orderId: null }));
-      }
+      const events = [...pairsOf(part)].map(([userId, place]) => queueEvent(v.id, userId, { state: 'closed', position: Number(place), ahead: null, etaSeconds: null, orderId: null }));
       await pubsub.publish(events);
       if (part.length < 2 * EVENTS_PER_MESSAGE) return;
     }
@@ -51,7 +47,7 @@ export function createQueueClosing({ redis, keys, repository, directory, pubsub,
     }
     await repository.close(v.id);
     if (!first) return null;
-    await announce(v);
+    await announceClosed(v);
     return waiting;
   }
 

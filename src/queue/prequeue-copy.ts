@@ -16,18 +16,21 @@
 // second's, in ADMIT_DURABILITY=memory). Their buyers read NOT_IN_QUEUE and can join again.
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { pairsOf } from '../infra/redis/walk.js';
 import { type QueueVoucher, windowOf } from './queue.js';
 import type { Joined, QueueRepository } from './repository.js';
 
-/** Entrants read from Redis, or from the database, or put back, per command. */
-const STEP = 5_000;
+/** Entrants (or their places) read from or written to Redis, or read from the database, per command. */
+export const ENTRANTS_STEP = 5_000;
+/** How often an open pre-queue is copied (by the runner's looks, then by the draw while it waits). */
+export const COPY_EVERY_MS = 1_000;
 /** The queue hash's field holding the copy's cursor (a join time, µs). */
 const CURSOR = 'copied';
 
 export interface PrequeueCopyDeps {
   redis: RedisClient;
   keys: KeySpace;
-  repository: Pick<QueueRepository, 'copyPrequeue' | 'prequeueCopy'>;
+  repository: Pick<QueueRepository, 'copyPrequeue' | 'copiedEntrants'>;
 }
 
 export interface PrequeueCopy {
@@ -46,19 +49,15 @@ export interface PrequeueCopy {
 }
 
 /** A WITHSCORES reply as entrants. */
-export function joinedOf(reply: string[]): Joined[] {
-  const out: Joined[] = [];
-  for (let i = 0; i < reply.length; i += 2) out.push([reply[i]!, reply[i + 1]!]);
-  return out;
-}
+export const joinedOf = (reply: string[]): Joined[] => [...pairsOf(reply)];
 
 export function createPrequeueCopy({ redis, keys, repository }: PrequeueCopyDeps): PrequeueCopy {
   async function stored(voucherId: bigint): Promise<Map<string, string>> {
     const all = new Map<string, string>();
     for (let after: string | null = null; ; ) {
-      const page = await repository.prequeueCopy(voucherId, after, STEP);
+      const page = await repository.copiedEntrants(voucherId, after, ENTRANTS_STEP);
       for (const [userId, joinedUs] of page) all.set(userId, joinedUs);
-      if (page.length < STEP) return all;
+      if (page.length < ENTRANTS_STEP) return all;
       after = page[page.length - 1]![0];
     }
   }
@@ -67,9 +66,9 @@ export function createPrequeueCopy({ redis, keys, repository }: PrequeueCopyDeps
     if (entrants.length === 0) return 0;
     const key = keys.queueEntrants(v.id);
     let added = 0;
-    for (let i = 0; i < entrants.length; i += STEP) {
+    for (let i = 0; i < entrants.length; i += ENTRANTS_STEP) {
       // NX: a buyer who joined again since keeps the join time Redis gave them then.
-      added += await redis.zadd(key, 'NX', ...entrants.slice(i, i + STEP).flatMap(([userId, joinedUs]) => [joinedUs, userId]));
+      added += await redis.zadd(key, 'NX', ...entrants.slice(i, i + ENTRANTS_STEP).flatMap(([userId, joinedUs]) => [joinedUs, userId]));
     }
     await redis.expireat(key, windowOf(v).expireAtSeconds);
     return added;
@@ -99,11 +98,11 @@ export function createPrequeueCopy({ redis, keys, repository }: PrequeueCopyDeps
         // Read before the range: a join from then on has a later time (scripts run one at a time,
         // each scored by its own TIME), so every entrant below it is in this range or copied before.
         const now = await nowUs();
-        const reply = await redis.zrangebyscore(keys.queueEntrants(v.id), cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, STEP);
+        const reply = await redis.zrangebyscore(keys.queueEntrants(v.id), cursor, '+inf', 'WITHSCORES', 'LIMIT', 0, ENTRANTS_STEP);
         const part = joinedOf(reply).filter(([userId]) => !copiedBefore?.has(userId));
         if (part.length) await repository.copyPrequeue(v.id, part);
         copied.push(...part);
-        const full = reply.length === 2 * STEP;
+        const full = reply.length === 2 * ENTRANTS_STEP;
         // A full step goes on from its last join time (the entrants at that time come again: kept as they are).
         const next = full ? reply[reply.length - 1]! : now;
         await redis.hset(queueKey, CURSOR, next);

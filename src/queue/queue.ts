@@ -18,6 +18,8 @@ import type { Voucher } from '../vouchers/voucher.js';
 
 /** Fresh order ids per promotion call: more than a join or a release needs, few enough to be cheap. */
 const PROMOTIONS_PER_CALL = 16;
+/** Queue events per published message, when many places change at once (the draw, the closing). */
+export const EVENTS_PER_MESSAGE = 1_000;
 
 /** What a buyer sees of their place (the contract's shape). */
 export interface QueueView {
@@ -114,7 +116,7 @@ const REFUSED = {
 } as const;
 
 export function createQueue(deps: QueueDeps): Queue {
-  const { redis, keys, scripts, directory, redisState, pubsub, ids, onJoin, onAdmitted } = deps;
+  const { directory, scripts, onJoin } = deps;
   const call = batchQueueCalls(scripts);
   // The window of a voucher is built once, not on every join.
   const windows = new WeakMap<QueueVoucher, QueueWindow>();
@@ -123,13 +125,8 @@ export function createQueue(deps: QueueDeps): Queue {
     if (!w) windows.set(v, (w = windowOf(v)));
     return w;
   };
-
-  async function voucher(voucherId: bigint): Promise<QueueVoucher> {
-    const v = await directory.get(voucherId);
-    if (!v) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
-    if (!v.queue) throw new AppError('QUEUE_NOT_OFFERED', `voucher ${voucherId} has no queue: claim it directly`);
-    return v as QueueVoucher;
-  }
+  const voucher = (voucherId: bigint) => queueVoucher(directory, voucherId);
+  const promote = (v: QueueVoucher) => promoteAll(deps, v);
 
   async function standing(mode: 'join' | 'look', v: QueueVoucher, userId: bigint): Promise<QueueStanding> {
     const answer = await call(mode, windowFor(v), userId);
@@ -137,40 +134,10 @@ export function createQueue(deps: QueueDeps): Queue {
     return answer.standing;
   }
 
-  async function announceAdmitted(v: Voucher, promotions: Promotion[]) {
-    if (promotions.length === 0 || !pubsub.wanted()) return;
-    const places = await redis.hmget(keys.queuePlaces(v.id), ...promotions.map((p) => p.userId));
-    await pubsub.publish(
-      promotions.map((p, i) => queueEvent(v.id, p.userId, { state: 'admitted', position: places[i] ? Number(places[i]) : null, ahead: 0, etaSeconds: null, orderId: p.orderId })),
-    );
-  }
-
-  async function promote(v: QueueVoucher): Promise<Promotion[]> {
-    const all: Promotion[] = [];
-    for (;;) {
-      const generator = await ids();
-      const input = { voucherId: v.id, orderId: '', userId: '', quantity: 0, queue: true, promotionIds: Array.from({ length: PROMOTIONS_PER_CALL }, () => generator.next()) };
-      let result = await scripts.restock(input);
-      if (result.kind === 'missing') {
-        await redisState.rewarm(v);
-        result = await scripts.restock(input);
-      }
-      const promotions = result.kind === 'restocked' ? result.promotions : [];
-      all.push(...promotions);
-      if (promotions.length < PROMOTIONS_PER_CALL) break;
-    }
-    if (all.length) {
-      onAdmitted?.(all.length);
-      await pubsub.publish(all.map((p) => ({ type: 'promoted' as const, status: 'processing', voucherId: v.id.toString(), ...p })));
-      await announceAdmitted(v, all);
-    }
-    return all;
-  }
-
   return {
     voucher,
     promote,
-    announceAdmitted,
+    announceAdmitted: (v, promotions) => announceAdmitted(deps, v, promotions),
     async join(voucherId, userId) {
       const v = await voucher(voucherId);
       let s = await standing('join', v, userId);
@@ -184,24 +151,64 @@ export function createQueue(deps: QueueDeps): Queue {
     async me(voucherId, userId) {
       return viewOf(await standing('look', await voucher(voucherId), userId));
     },
-    async summary(voucherId) {
-      const v = await voucher(voucherId);
-      const [fields, entrants, admitted] = await Promise.all([
-        redis.hmget(keys.queue(v.id), 'placed', 'n', 'late', 'seed', 'drawnAt', 'drawAdmitted', 'closed'),
-        redis.zcard(keys.queueEntrants(v.id)),
-        redis.hlen(keys.queueAdmitted(v.id)),
-      ]);
-      const [placed, n, late, seed, drawnAt, drawAdmitted, closed] = fields;
-      return {
-        commitment: v.queue.commitment,
-        seed: seed ?? null,
-        drawnAt: seed && drawnAt ? new Date(Number(drawnAt)).toISOString() : null,
-        entrants: placed === '1' ? Number(n) : entrants,
-        appended: Number(late ?? 0),
-        admitted,
-        drawAdmitted: Number(drawAdmitted ?? 0),
-        closed: Number(closed ?? 0),
-      };
-    },
+    summary: async (voucherId) => summaryOf(deps, await voucher(voucherId)),
+  };
+}
+
+async function queueVoucher(directory: VoucherDirectory, voucherId: bigint): Promise<QueueVoucher> {
+  const v = await directory.get(voucherId);
+  if (!v) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${voucherId} not found`);
+  if (!v.queue) throw new AppError('QUEUE_NOT_OFFERED', `voucher ${voucherId} has no queue: claim it directly`);
+  return v as QueueVoucher;
+}
+
+/** Admits the next places while units are left, a call of PROMOTIONS_PER_CALL at a time, and tells of them. */
+async function promoteAll(deps: QueueDeps, v: QueueVoucher): Promise<Promotion[]> {
+  const { scripts, redisState, pubsub, ids, onAdmitted } = deps;
+  const all: Promotion[] = [];
+  for (;;) {
+    const generator = await ids();
+    const input = { voucherId: v.id, orderId: '', userId: '', quantity: 0, queue: true, promotionIds: Array.from({ length: PROMOTIONS_PER_CALL }, () => generator.next()) };
+    let result = await scripts.restock(input);
+    if (result.kind === 'missing') {
+      await redisState.rewarm(v);
+      result = await scripts.restock(input);
+    }
+    const promotions = result.kind === 'restocked' ? result.promotions : [];
+    all.push(...promotions);
+    if (promotions.length < PROMOTIONS_PER_CALL) break;
+  }
+  if (all.length) {
+    onAdmitted?.(all.length);
+    await pubsub.publish(all.map((p) => ({ type: 'promoted' as const, status: 'processing', voucherId: v.id.toString(), ...p })));
+    await announceAdmitted(deps, v, all);
+  }
+  return all;
+}
+
+async function announceAdmitted({ redis, keys, pubsub }: Pick<QueueDeps, 'redis' | 'keys' | 'pubsub'>, v: Voucher, promotions: Promotion[]) {
+  if (promotions.length === 0 || !pubsub.wanted()) return;
+  const places = await redis.hmget(keys.queuePlaces(v.id), ...promotions.map((p) => p.userId));
+  await pubsub.publish(
+    promotions.map((p, i) => queueEvent(v.id, p.userId, { state: 'admitted', position: places[i] ? Number(places[i]) : null, ahead: 0, etaSeconds: null, orderId: p.orderId })),
+  );
+}
+
+async function summaryOf({ redis, keys }: Pick<QueueDeps, 'redis' | 'keys'>, v: QueueVoucher): Promise<QueueSummary> {
+  const [fields, entrants, admitted] = await Promise.all([
+    redis.hmget(keys.queue(v.id), 'placed', 'n', 'late', 'seed', 'drawnAt', 'drawAdmitted', 'closed'),
+    redis.zcard(keys.queueEntrants(v.id)),
+    redis.hlen(keys.queueAdmitted(v.id)),
+  ]);
+  const [placed, n, late, seed, drawnAt, drawAdmitted, closed] = fields;
+  return {
+    commitment: v.queue.commitment,
+    seed: seed ?? null,
+    drawnAt: seed && drawnAt ? new Date(Number(drawnAt)).toISOString() : null,
+    entrants: placed === '1' ? Number(n) : entrants,
+    appended: Number(late ?? 0),
+    admitted,
+    drawAdmitted: Number(drawAdmitted ?? 0),
+    closed: Number(closed ?? 0),
   };
 }

@@ -33,9 +33,9 @@ export interface QueueRepository {
   /** Adds entrants to the copy of the voucher's pre-queue (an INSERT per 1,000); an entrant copied before keeps its row. */
   copyPrequeue(voucherId: bigint, entrants: readonly Joined[]): Promise<void>;
   /** The copy of the pre-queue by user id, after user `after` (null: from the first), at most `limit`. */
-  prequeueCopy(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
-  /** Replaces the voucher's entrant list with `order` (place 1 first), and drops the pre-queue's copy, in one transaction. */
-  saveEntrants(voucherId: bigint, order: readonly string[]): Promise<void>;
+  copiedEntrants(voucherId: bigint, after: string | null, limit: number): Promise<Joined[]>;
+  /** Replaces the voucher's entrant list with `byPlace` (user ids, place 1 first), and drops the pre-queue's copy, in one transaction. */
+  saveEntrants(voucherId: bigint, byPlace: readonly string[]): Promise<void>;
   /** Publishes the draw: from now on its seed is public. */
   publish(voucherId: bigint, outcome: { drawnAt: Date; entrants: number; admitted: number }): Promise<void>;
   /** Marks the queue closed (once); false when it was closed before. */
@@ -47,6 +47,11 @@ export interface QueueRepository {
 }
 
 export function createQueueRepository(db: Db): QueueRepository {
+  return { ...drawRows(db), ...entrantLists(db) };
+}
+
+/** The draw's row: its seed and outcome, and when its queue closed. */
+function drawRows(db: Db): Pick<QueueRepository, 'draw' | 'openQueues' | 'publish' | 'close' | 'paidUnits'> {
   return {
     async draw(voucherId) {
       const row = await db.selectFrom('queue_draws').select(['seed', 'drawn_at', 'closed_at']).where('voucher_id', '=', voucherId.toString()).executeTakeFirst();
@@ -62,37 +67,6 @@ export function createQueueRepository(db: Db): QueueRepository {
         .execute();
       return rows.map((r) => ({ voucherId: BigInt(r.voucher_id), opensAt: r.queue_opens_at!, beginAt: r.begin_at, endAt: r.end_at, drawn: r.drawn_at !== null }));
     },
-    async copyPrequeue(voucherId, entrants) {
-      const id = voucherId.toString();
-      // A row copied before is kept as it is.
-      const keep = sql.raw(dialectOf(db).keepOnConflict(['voucher_id', 'user_id']));
-      for (let i = 0; i < entrants.length; i += ENTRANTS_PER_INSERT) {
-        const rows = entrants.slice(i, i + ENTRANTS_PER_INSERT).map(([userId, joinedUs]) => ({ voucher_id: id, user_id: userId, joined_us: joinedUs }));
-        await db.insertInto('queue_prequeue').values(rows).modifyEnd(keep).execute();
-      }
-    },
-    async prequeueCopy(voucherId, after, limit) {
-      const rows = await db
-        .selectFrom('queue_prequeue')
-        .select(['user_id', 'joined_us'])
-        .where('voucher_id', '=', voucherId.toString())
-        .$if(after !== null, (q) => q.where('user_id', '>', after!))
-        .orderBy('user_id')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => [r.user_id, r.joined_us] as const);
-    },
-    async saveEntrants(voucherId, order) {
-      const id = voucherId.toString();
-      await db.transaction().execute(async (trx) => {
-        await trx.deleteFrom('queue_entrants').where('voucher_id', '=', id).execute();
-        await trx.deleteFrom('queue_prequeue').where('voucher_id', '=', id).execute();
-        for (let i = 0; i < order.length; i += ENTRANTS_PER_INSERT) {
-          const rows = order.slice(i, i + ENTRANTS_PER_INSERT).map((userId, j) => ({ voucher_id: id, position: i + j + 1, user_id: userId }));
-          await trx.insertInto('queue_entrants').values(rows).execute();
-        }
-      });
-    },
     async publish(voucherId, { drawnAt, entrants, admitted }) {
       await db.updateTable('queue_draws').set({ drawn_at: drawnAt, entrants, admitted }).where('voucher_id', '=', voucherId.toString()).execute();
     },
@@ -104,6 +78,52 @@ export function createQueueRepository(db: Db): QueueRepository {
         .where('closed_at', 'is', null)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
+    },
+    async paidUnits(voucherId) {
+      const row = await db
+        .selectFrom('orders')
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('quantity'), eb.lit(0)).as('units'))
+        .where('voucher_id', '=', voucherId.toString())
+        .where('status', '=', 'paid')
+        .executeTakeFirstOrThrow();
+      return Number(row.units);
+    },
+  };
+}
+
+/** The pre-queue's copy before the draw, and the drawn entrant list after it. */
+function entrantLists(db: Db): Pick<QueueRepository, 'copyPrequeue' | 'copiedEntrants' | 'saveEntrants' | 'entrants'> {
+  return {
+    async copyPrequeue(voucherId, entrants) {
+      const id = voucherId.toString();
+      // A row copied before is kept as it is.
+      const keep = sql.raw(dialectOf(db).keepOnConflict(['voucher_id', 'user_id']));
+      for (let i = 0; i < entrants.length; i += ENTRANTS_PER_INSERT) {
+        const rows = entrants.slice(i, i + ENTRANTS_PER_INSERT).map(([userId, joinedUs]) => ({ voucher_id: id, user_id: userId, joined_us: joinedUs }));
+        await db.insertInto('queue_prequeue').values(rows).modifyEnd(keep).execute();
+      }
+    },
+    async copiedEntrants(voucherId, after, limit) {
+      const rows = await db
+        .selectFrom('queue_prequeue')
+        .select(['user_id', 'joined_us'])
+        .where('voucher_id', '=', voucherId.toString())
+        .$if(after !== null, (q) => q.where('user_id', '>', after!))
+        .orderBy('user_id')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => [r.user_id, r.joined_us] as const);
+    },
+    async saveEntrants(voucherId, byPlace) {
+      const id = voucherId.toString();
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('queue_entrants').where('voucher_id', '=', id).execute();
+        await trx.deleteFrom('queue_prequeue').where('voucher_id', '=', id).execute();
+        for (let i = 0; i < byPlace.length; i += ENTRANTS_PER_INSERT) {
+          const rows = byPlace.slice(i, i + ENTRANTS_PER_INSERT).map((userId, j) => ({ voucher_id: id, position: i + j + 1, user_id: userId }));
+          await trx.insertInto('queue_entrants').values(rows).execute();
+        }
+      });
     },
     async entrants(voucherId, after, limit) {
       const rows = await db
@@ -117,15 +137,6 @@ export function createQueueRepository(db: Db): QueueRepository {
         .limit(limit)
         .execute();
       return rows.map((r) => ({ position: r.position, userId: r.user_id }));
-    },
-    async paidUnits(voucherId) {
-      const row = await db
-        .selectFrom('orders')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('quantity'), eb.lit(0)).as('units'))
-        .where('voucher_id', '=', voucherId.toString())
-        .where('status', '=', 'paid')
-        .executeTakeFirstOrThrow();
-      return Number(row.units);
     },
   };
 }

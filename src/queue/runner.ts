@@ -11,11 +11,12 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { QueueClosing } from './closing.js';
 import type { Draw, DrawReport } from './draw.js';
-import { createPrequeueCopy, type PrequeueCopy } from './prequeue-copy.js';
+import { COPY_EVERY_MS, createPrequeueCopy, type PrequeueCopy } from './prequeue-copy.js';
 import type { QueueVoucher } from './queue.js';
 import type { OpenQueue, QueueRepository } from './repository.js';
 
-const POLL_MS = 1_000;
+/** Each look copies every open pre-queue: as often as its copy is due. */
+const POLL_MS = COPY_EVERY_MS;
 const LOOKAHEAD_MS = 5_000;
 /**
  * A draw starts this long before beginAt: it reads the entrants so far and the database's copy of
