@@ -1,6 +1,8 @@
 // Composition root of the `seckill` command: configuration → the chosen command.
 import { Command } from 'commander';
-import { ConfigError, configurationDoc, loadConfig, redactedConfig } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
+import { configurationDoc } from './config/configuration-doc.js';
+import { redactedConfig } from './config/redaction.js';
 import { audit } from './cli/audit.js';
 import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
