@@ -80,6 +80,9 @@ export const DateTimeString = Type.String({
   description: 'ISO-8601 date-time from 1000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z',
 });
 
+/** A response of plain text in `mediaType` (HTML, YAML, the metrics' exposition format). */
+export const textResponse = (mediaType: string, description: string) => ({ description, content: { [mediaType]: { schema: Type.String() } } });
+
 export const ErrorBody = Type.Object(
   { code: Type.String(), message: Type.String() },
   { additionalProperties: true, description: 'every error: an UPPER_SNAKE_CASE code and a message' },

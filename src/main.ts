@@ -1,6 +1,8 @@
 // Composition root of the `seckill` command: configuration → the chosen command.
 import { Command } from 'commander';
-import { ConfigError, configurationDoc, loadConfig, redactedConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { configurationDoc } from './config/configuration-doc.js';
+import { redactedConfig } from './config/redaction.js';
 import { audit } from './cli/audit.js';
 import { bench } from './cli/bench.js';
 import { demo } from './cli/demo.js';
@@ -25,31 +27,28 @@ function config() {
 
 const program = new Command('seckill').description('Flash-sale engine').showHelpAfterError();
 
-program
-  .command('serve')
-  .description('run the HTTP API (applies pending migrations first)')
+/** A subcommand that runs with the configuration and its own options; declare its options on what this returns. */
+function command<O>(name: string, description: string, run: (config: Config, opts: O) => Promise<void>): Command {
+  return program
+    .command(name)
+    .description(description)
+    .action((opts: O) => run(config(), opts));
+}
+
+command('serve', 'run the HTTP API (applies pending migrations first)', serve)
   .option('--no-migrate', 'do not apply pending migrations')
-  .option('--no-worker', 'do not run the order pipeline, payment timer and reconciliation in this process')
-  .action((opts: { migrate: boolean; worker: boolean }) => serve(config(), opts));
+  .option('--no-worker', 'do not run the order pipeline, payment timer and reconciliation in this process');
 
-program
-  .command('worker')
-  .description('run the order pipeline, the payment timer and scheduled reconciliation (no HTTP)')
-  .action(() => worker(config()));
+command('worker', 'run the order pipeline, the payment timer and scheduled reconciliation (no HTTP)', worker);
 
-program.command('migrate').description('create the database if missing and apply pending migrations').action(() => migrate(config()));
+command('migrate', 'create the database if missing and apply pending migrations', migrate);
 
-program
-  .command('token')
-  .description('print a bearer token signed with JWT_SECRET')
+command('token', 'print a bearer token signed with JWT_SECRET', token)
   .requiredOption('--user <id>', 'user id (positive 64-bit decimal)')
   .option('--admin', 'grant the admin role')
-  .option('--ttl <seconds>', `lifetime in seconds, at most JWT_MAX_TTL_SECONDS (default ${DEFAULT_TTL_SECONDS}, or that maximum when shorter; 0 = no expiry, only with JWT_MAX_TTL_SECONDS=0)`)
-  .action((opts) => token(config(), opts));
+  .option('--ttl <seconds>', `lifetime in seconds, at most JWT_MAX_TTL_SECONDS (default ${DEFAULT_TTL_SECONDS}, or that maximum when shorter; 0 = no expiry, only with JWT_MAX_TTL_SECONDS=0)`);
 
-program
-  .command('bench')
-  .description('a flash sale (or with --queue a queued drop) against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)')
+command('bench', 'a flash sale (or with --queue a queued drop) against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)', bench)
   .option('--url <url>', 'base URL of the deployment (default: http://HOST:PORT)')
   .option('--secret <secret>', "the deployment's JWT secret, to sign the admin's and every buyer's token (default: JWT_SECRET)")
   .option('--token-file <file>', 'tokens instead of --secret: one bearer token per line, buyers plus one with role admin')
@@ -73,33 +72,23 @@ program
   .option('--draw-in <seconds>', 'with --queue, the start (the draw) of the voucher created this long after it (default: 2 s + 1 s per 1,000 buyers, at least 4 s)')
   .option('--json', 'print the results as JSON (the progress line goes to stderr)')
   .option('--report <file>', 'write a self-contained HTML report with latency and rate charts')
-  .option('--no-progress', 'no live progress line')
-  .action((opts) => bench(config(), opts));
+  .option('--no-progress', 'no live progress line');
 
-program
-  .command('demo')
-  .description('hold a real flash sale on this machine and check the result against Redis and the database')
+command('demo', 'hold a real flash sale on this machine and check the result against Redis and the database', demo)
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
   .option('--queue', 'a queued drop: buyers join a pre-queue drawn at the start, the first places are admitted, cancelled units go to the next places; verdict with the draw re-checked')
   .option('--keep', 'keep the service up after the verdict (Ctrl-C stops it), to look around in the console')
-  .option('--port <port>', 'listen on this port (default: any free one)')
-  .action((opts) => demo(config(), opts));
+  .option('--port <port>', 'listen on this port (default: any free one)');
 
-program
-  .command('audit')
-  .description('check the invariants of one voucher on both stores (exit 1 when one fails)')
+command('audit', 'check the invariants of one voucher on both stores (exit 1 when one fails)', audit)
   .requiredOption('--voucher <id>', 'voucher id')
-  .option('--json', 'machine-readable report')
-  .action((opts) => audit(config(), opts));
+  .option('--json', 'machine-readable report');
 
-program
-  .command('reconcile')
-  .description('compare Redis with the database now and repair drift (every voucher, or one)')
+command('reconcile', 'compare Redis with the database now and repair drift (every voucher, or one)', reconcile)
   .option('--voucher <id>', 'only this voucher')
-  .option('--json', 'machine-readable report')
-  .action((opts) => reconcile(config(), opts));
+  .option('--json', 'machine-readable report');
 
 program
   .command('draw')

@@ -1,102 +1,16 @@
 // Server-sent events: the one writer of every text/event-stream the API answers. A feed says what
-// to send; this module opens the hijacked response, formats and writes the blocks, keeps the
-// connection alive, cuts a client that stops reading, ends a stream when its caller's token
-// expires, and ends every open stream when the server closes (closeAll, from a preClose hook: an
-// open response would otherwise keep server.close() waiting for ever). Every stream is opened by
-// `open`, holds a slot of the process's StreamSlots (shared by every feed) and is kept in one set,
-// so a rule about open streams is written once, there.
-import type { OutgoingHttpHeaders } from 'node:http';
+// to send; each stream (sse/stream.ts) writes it on one hijacked response. Every stream is opened
+// by `open`, holds a slot of the process's StreamSlots (sse/slots.ts, shared by every feed) and is
+// kept in one set, so a rule about open streams is written once, here; closeAll (from a preClose
+// hook) ends them all, as an open response would otherwise keep server.close() waiting for ever.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from './errors.js';
+import type { StreamSlots } from './sse/slots.js';
+import { answerHeadersOnly, SseStream } from './sse/stream.js';
+
+export { createStreamSlots, type StreamCaps, type StreamSlots } from './sse/slots.js';
 
 export const PING_INTERVAL_MS = 15_000;
-/**
- * A client that lets this much pile up is not reading: its stream is cut (it may reconnect). One
- * limit for every feed: it bounds what each open stream may hold in memory, and the largest burst
- * a feed writes (one snapshot of the live view, or one user's order events of a batch: a few KiB)
- * is far below it.
- */
-const MAX_BUFFERED_BYTES = 256 * 1024;
-/** How long closeAll waits for a stream's last bytes before it destroys the connection. */
-const END_GRACE_MS = 1_000;
-/** Client reconnection delay announced in the first block (EventSource `retry`). */
-const RETRY_MS = 3_000;
-const EVENT_TYPE = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
-/**
- * The last event of a stream whose caller's token expired (then the stream ends). Not `expired`:
- * that is an order event.
- */
-export const TOKEN_EXPIRED_EVENT = 'token-expired';
-/** setTimeout's longest delay; an expiry further ahead is waited for in steps. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-/**
- * Retry-After of TOO_MANY_STREAMS. A slot frees only when a stream ends (its client leaves, its
- * token expires), never on a schedule: this paces a client that retries in a loop (the announced
- * reconnection delay is 3 s) ten times slower, while a user who closed a tab (its slot is free at
- * once) is back within half a minute.
- */
-export const STREAMS_RETRY_AFTER_SECONDS = 30;
-
-export interface StreamCaps {
-  /** SSE_MAX_PER_USER */
-  perUser: number;
-  /** SSE_MAX_STREAMS */
-  total: number;
-}
-
-/** The event streams one process holds open, counted against its caps, shared by every feed. */
-export interface StreamSlots {
-  /**
-   * Takes a slot for `userId` (undefined: a stream without a caller, counted in the total only),
-   * or throws 429 TOO_MANY_STREAMS. Returns what gives it back: once, however often it is called.
-   */
-  take(userId: bigint | undefined): () => void;
-  /** Slots taken: in all, or by one user. */
-  inUse(userId?: bigint): number;
-}
-
-export function createStreamSlots({ perUser, total }: StreamCaps): StreamSlots {
-  const byUser = new Map<bigint, number>();
-  let taken = 0;
-  const refuse = (message: string) => new AppError('TOO_MANY_STREAMS', message, {}, STREAMS_RETRY_AFTER_SECONDS);
-  return {
-    take(userId) {
-      const mine = userId === undefined ? 0 : (byUser.get(userId) ?? 0);
-      if (mine >= perUser) throw refuse(`at most ${perUser} event streams per user may be open at once; close one`);
-      if (taken >= total) throw refuse('this server holds as many event streams as it may; retry later');
-      taken++;
-      if (userId !== undefined) byUser.set(userId, mine + 1);
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        taken--;
-        if (userId === undefined) return;
-        const left = byUser.get(userId)! - 1;
-        if (left === 0) byUser.delete(userId);
-        else byUser.set(userId, left);
-      };
-    },
-    inUse: (userId) => (userId === undefined ? taken : (byUser.get(userId) ?? 0)),
-  };
-}
-
-export const SSE_HEADERS = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-} as const;
-
-/** A hijacked answer loses what the hooks set (security and CORS headers): they are carried over. */
-const sseHeaders = (reply: FastifyReply): OutgoingHttpHeaders => ({ ...(reply.getHeaders() as OutgoingHttpHeaders), ...SSE_HEADERS });
-
-/** One event as an SSE block, or null when its type could not be an SSE field value. */
-export function sseBlock(event: string, data: unknown): string | null {
-  if (typeof event !== 'string' || !EVENT_TYPE.test(event)) return null;
-  // JSON.stringify never emits a raw newline, so the data is one `data:` line.
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
 
 /** Sends one event on the stream (dropped when its type is not a valid SSE field value). */
 export type SseSend = (event: string, data: unknown) => void;
@@ -137,132 +51,62 @@ export interface SseOptions {
   pingIntervalMs?: number;
 }
 
-/** `name` says whose stream it is in the logs (e.g. "order events"). */
-export function createSseStreams<A>(
-  name: string,
-  feedOf: (arg: A, request: FastifyRequest) => SseFeed,
-  { slots, pingIntervalMs = PING_INTERVAL_MS }: SseOptions,
-): SseStreams<A> {
-  /** Each open stream's `end`, which resolves when the response is finished. */
-  const open = new Set<() => Promise<void>>();
-  let closing = false;
+type FeedOf<A> = (arg: A, request: FastifyRequest) => SseFeed;
 
-  return {
-    get size() {
-      return open.size;
-    },
+/** The streams of one feed; `name` says whose stream it is in the logs (e.g. "order events"). */
+class FeedStreams<A> implements SseStreams<A> {
+  private readonly streams = new Set<SseStream>();
+  private closing = false;
 
-    async open(request, reply, arg) {
-      // Set by the route's guard; a bare app (tests of a feed) has none.
-      const caller = request.principal ?? undefined;
-      const release = slots.take(caller?.userId);
-      const early: string[] = [];
-      let write: (chunk: string) => void = (chunk) => void early.push(chunk);
-      let stop: () => void;
-      try {
-        const feed = feedOf(arg, request);
-        await feed.check?.();
-        if (request.method === 'HEAD') {
-          // Headers only: a body would never be sent, so nothing is started or held for it.
-          release();
-          reply.hijack();
-          reply.raw.writeHead(200, sseHeaders(reply));
-          reply.raw.end();
-          return;
-        }
-        stop = await feed.start((event, data) => {
-          const block = sseBlock(event, data);
-          if (block !== null) write(block);
-        });
-      } catch (err) {
-        release();
-        throw err;
+  constructor(
+    private readonly name: string,
+    private readonly feedOf: FeedOf<A>,
+    private readonly slots: StreamSlots,
+    private readonly pingIntervalMs: number,
+  ) {}
+
+  get size(): number {
+    return this.streams.size;
+  }
+
+  async open(request: FastifyRequest, reply: FastifyReply, arg: A): Promise<void> {
+    // Set by the route's guard; a bare app (tests of a feed) has none.
+    const caller = request.principal ?? undefined;
+    const stream = new SseStream(request, reply, {
+      name: this.name,
+      pingIntervalMs: this.pingIntervalMs,
+      release: this.slots.take(caller?.userId),
+      onClosed: () => this.streams.delete(stream),
+    });
+    try {
+      const feed = this.feedOf(arg, request);
+      await feed.check?.();
+      if (request.method === 'HEAD') {
+        stream.close();
+        return answerHeadersOnly(reply);
       }
-      const res = reply.raw;
-      if (closing) {
-        stop();
-        release();
-        throw new AppError('UNAVAILABLE', 'server is shutting down');
-      }
-      reply.hijack();
-      if (request.raw.destroyed || res.destroyed) {
-        // The client left while the feed started.
-        stop();
-        release();
-        return;
-      }
+      stream.fed(await feed.start(stream.send));
+    } catch (err) {
+      stream.close();
+      throw err;
+    }
+    if (this.closing) {
+      stream.close();
+      throw new AppError('UNAVAILABLE', 'server is shutting down');
+    }
+    reply.hijack();
+    // The client left while the feed started.
+    if (request.raw.destroyed || reply.raw.destroyed) return stream.close();
+    this.streams.add(stream);
+    stream.begin(caller?.expiresAt);
+  }
 
-      let ping: NodeJS.Timeout | null = null;
-      let expiry: NodeJS.Timeout | null = null;
-      let finished: Promise<void> | null = null;
-      let cleaned = false;
-      const cleanup = () => {
-        if (cleaned) return;
-        cleaned = true;
-        stop();
-        release();
-        if (ping) clearInterval(ping);
-        if (expiry) clearTimeout(expiry);
-        open.delete(end);
-      };
-      /** Ends the response (idempotent); resolves when it is flushed or the connection is gone. */
-      function end(): Promise<void> {
-        finished ??= new Promise<void>((resolve) => {
-          cleanup();
-          if (res.writableFinished || res.destroyed) return resolve();
-          const grace = setTimeout(() => {
-            res.destroy();
-            resolve();
-          }, END_GRACE_MS);
-          grace.unref();
-          const done = () => {
-            clearTimeout(grace);
-            resolve();
-          };
-          res.once('finish', done);
-          res.once('close', done);
-          res.end();
-        });
-        return finished;
-      }
-      /** At `at` (epoch ms) the caller's token is no longer valid: so is its stream. */
-      const expireAt = (at: number) => {
-        const wait = at - Date.now();
-        if (wait > 0) {
-          expiry = setTimeout(expireAt, Math.min(wait, MAX_TIMER_MS), at);
-          expiry.unref();
-          return;
-        }
-        write(sseBlock(TOKEN_EXPIRED_EVENT, new AppError('UNAUTHORIZED', 'token expired').toBody())!);
-        void end();
-      };
+  async closeAll(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.streams].map((stream) => stream.end()));
+  }
+}
 
-      res.writeHead(200, sseHeaders(reply));
-      res.write(`: connected\nretry: ${RETRY_MS}\n\n`);
-      write = (chunk) => {
-        if (cleaned || res.writableEnded || res.destroyed) return;
-        res.write(chunk);
-        if (res.writableLength > MAX_BUFFERED_BYTES) {
-          request.log.warn(`${name} client is not reading; stream cut`);
-          cleanup();
-          res.destroy();
-        }
-      };
-      for (const chunk of early.splice(0)) write(chunk);
-      if (cleaned) return;
-
-      ping = setInterval(() => write(': ping\n\n'), pingIntervalMs);
-      ping.unref();
-      open.add(end);
-      // The client went away (or the response ended): stop the feed.
-      request.raw.once('close', cleanup);
-      res.once('close', cleanup);
-      if (caller?.expiresAt !== undefined) expireAt(caller.expiresAt);
-    },
-
-    async closeAll() {
-      closing = true;
-      await Promise.all([...open].map((end) => end()));
-    },
-  };
+export function createSseStreams<A>(name: string, feedOf: FeedOf<A>, { slots, pingIntervalMs = PING_INTERVAL_MS }: SseOptions): SseStreams<A> {
+  return new FeedStreams(name, feedOf, slots, pingIntervalMs);
 }

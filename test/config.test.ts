@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
-import { checkServingSecret, ConfigError, isLoopbackHost, loadConfig, redactedConfig, settings } from '../src/config.js';
+import { ConfigError, loadConfig, settings } from '../src/config.js';
+import { redactedConfig } from '../src/config/redaction.js';
+import { checkServingSecret, isLoopbackHost } from '../src/config/serving-secret.js';
 import { derivedConfirmTimeoutMs } from '../src/events/amqp-publisher.js';
 
 type Key = keyof typeof settings;

@@ -1,7 +1,8 @@
 import cluster from 'node:cluster';
 import { buildApp } from '../app.js';
 import { joinClusterMetrics, serveClusterMetrics } from '../cluster-metrics.js';
-import { checkServingSecret, type Config } from '../config.js';
+import type { Config } from '../config.js';
+import { checkServingSecret } from '../config/serving-secret.js';
 import { type Container, createContainer } from '../container.js';
 import type { App } from '../http.js';
 import { createLogger } from '../logger.js';

@@ -36,7 +36,7 @@ export interface Api {
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
-  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub: events, eventOutbox: outbox, inflight, vouchers, directory, redisState, moves, releases, reconciler, verifier } = core;
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releases, reconciler, verifier } = core;
   const tokens = createTokenService(config.jwtSecret, { maxTtlSeconds: config.jwtMaxTtlSeconds });
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
@@ -70,18 +70,18 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       observe: metrics.observeClaim,
       claimers: claimersByKind({
         redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, verifier, onOutcome: metrics.countClaim }),
-        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub: events, eventOutbox: outbox, lockTtlMs: config.claimLockTtlMs })),
+        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub, eventOutbox, lockTtlMs: config.claimLockTtlMs })),
       }),
     },
     claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },
     orders: {
       getOrder,
       listOrders: listOrdersUseCase({ orders }),
-      pubsub: events,
+      pubsub,
       streamSlots,
     },
     lifecycle: {
-      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub: events, eventOutbox: outbox, onPaid: (order) => core.queueClosing.afterPaid(BigInt(order.voucherId)) }),
+      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub, eventOutbox, onPaid: (order) => core.queueClosing.afterPaid(BigInt(order.voucherId)) }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },

@@ -42,6 +42,7 @@ export interface Core {
   metrics: Metrics;
   /** Announces vouchers whose units came back to Redis (clears sold-out flags in every API process). */
   unitsBack: UnitsBack;
+  /** Order events on Redis pub/sub, for server-sent events (at most once). */
   pubsub: OrderPubSub;
   /** Order events for RabbitMQ, written with each change (off without EVENTS_AMQP_URL). */
   eventOutbox: EventOutbox;
@@ -73,11 +74,96 @@ export interface CoreOptions {
   migrate?: boolean;
 }
 
+/** What the services of the core are built on. */
+type Foundation = Pick<Core, 'config' | 'log' | 'db' | 'redis' | 'closer' | 'keys' | 'unitsBack' | 'scripts' | 'metrics' | 'redisWatch' | 'pubsub' | 'ids'>;
+
+async function migrateFirst(config: Config, log: Logger): Promise<void> {
+  const applied = await migrateDatabase(config.databaseUrl);
+  if (applied.length) log.info({ applied }, 'migrations applied');
+}
+
+/** The key space, the scripts and what watches and announces on Redis. */
+async function redisServices({ config, log, redis, closer }: Pick<Core, 'config' | 'log' | 'redis' | 'closer'>) {
+  const keys = createKeySpace(config.redisPrefix, config.shards);
+  const unitsBack = createUnitsBack({ redis, keys, log });
+  closer.add('units-back subscriber', () => unitsBack.close());
+  // Whatever gives units back through these scripts announces it.
+  const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
+  const metrics = createMetrics();
+  const redisWatch = await RedisWatch.start({
+    redis, keys, log,
+    intervalMs: config.redisCheckIntervalMs,
+    onDataLoss: () => metrics.redisDataLosses.inc(),
+    onMasterChange: () => metrics.redisMasterChanges.inc(),
+  });
+  closer.add('redis watch', () => redisWatch.close());
+  const pubsub = createOrderPubSub({ redis, keys, scripts, log });
+  closer.add('order pub/sub', () => pubsub.close());
+  return { keys, unitsBack, scripts, metrics, redisWatch, pubsub };
+}
+
+/** This process's id generator, leased on the first call and renewed at once after a data loss. */
+function leasedIds({ config, log, closer, scripts, metrics, redisWatch }: Omit<Foundation, 'ids'>): Core['ids'] {
+  let leased: Promise<LeasedIdGenerator> | null = null;
+  return () => {
+    leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then((generator) => {
+      closer.add('worker-id lease', () => generator.close());
+      // Renew at once: until then a process starting now could lease the same worker id.
+      redisWatch.onDataLoss('worker-id lease', () => generator.renew());
+      return generator;
+    });
+    return leased;
+  };
+}
+
+/** Vouchers, in-flight orders, the event outbox and the queues. */
+function storeServices({ config, db, redis, keys, scripts, metrics, pubsub, ids, log }: Foundation) {
+  const vouchers = createVoucherRepository(db);
+  const inflight = createInflightReader(redis, keys);
+  const directory = createVoucherDirectory(vouchers);
+  const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
+  const moves = createSegmentMoves({ redis, keys, scripts, ids });
+  const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
+  const queueRepository = createQueueRepository(db);
+  const queue = createQueue({
+    redis, keys, scripts, directory, redisState, pubsub, ids,
+    onJoin: () => metrics.queueJoins.inc(),
+    onAdmitted: (n) => metrics.queueAdmissions.inc({ by: 'promoted' }, n),
+  });
+  const queueClosing = createQueueClosing({ redis, keys, repository: queueRepository, directory, pubsub, log });
+  return { vouchers, inflight, directory, redisState, moves, eventOutbox, queueRepository, queue, queueClosing };
+}
+
+type Stores = ReturnType<typeof storeServices>;
+
+/** What gives units back and repairs Redis from the database: releases, reconciliation, verification. */
+function repairServices(base: Foundation & Stores) {
+  const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub, redisWatch, ids, directory, redisState, moves, eventOutbox, queue } = base;
+  const releaseRelay = createReleaseRelay({
+    db, keys, scripts, ids, directory, redisState, moves, pubsub,
+    onQueuePromotions: async (voucher, promotions) => {
+      metrics.queueAdmissions.inc({ by: 'promoted' }, promotions.length);
+      await queue.announceAdmitted(voucher, promotions);
+    },
+  });
+  const releases = createReleases({
+    db, releaseRelay, pubsub, log, eventOutbox,
+    expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
+  });
+  const reconciler = createReconciler({
+    db, redis, keys, scripts, directory, redisState, moves, releaseRelay, releases, log,
+    staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
+    onRepair: (kind) => metrics.repairs.inc({ kind }),
+    onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
+  });
+  const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log });
+  // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
+  redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
+  return { releaseRelay, releases, reconciler, verifier };
+}
+
 export async function createCore(config: Config, log: Logger, options: CoreOptions = {}): Promise<Core> {
-  if (options.migrate) {
-    const applied = await migrateDatabase(config.databaseUrl);
-    if (applied.length) log.info({ applied }, 'migrations applied');
-  }
+  if (options.migrate) await migrateFirst(config, log);
   const closer = new Closer(log);
   const db = createDb(config.databaseUrl, 10, { statementTimeoutMs: config.dbStatementTimeoutMs });
   closer.add('database', () => db.destroy());
@@ -85,72 +171,14 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
   closer.add('redis', () => closeConnection(redis));
   try {
     await redisReady(redis, REDIS_START_TIMEOUT_MS);
-    const keys = createKeySpace(config.redisPrefix, config.shards);
-    const unitsBack = createUnitsBack({ redis, keys, log });
-    closer.add('units-back subscriber', () => unitsBack.close());
-    // Whatever gives units back through these scripts announces it.
-    const scripts = announcingUnitsBack(createScripts(redis, keys), unitsBack);
-    const metrics = createMetrics();
-    const redisWatch = await RedisWatch.start({
-      redis, keys, log,
-      intervalMs: config.redisCheckIntervalMs,
-      onDataLoss: () => metrics.redisDataLosses.inc(),
-      onMasterChange: () => metrics.redisMasterChanges.inc(),
-    });
-    closer.add('redis watch', () => redisWatch.close());
-    const pubsub = createOrderPubSub({ redis, keys, scripts, log });
-    closer.add('order events', () => pubsub.close());
-
-    let leased: Promise<LeasedIdGenerator> | null = null;
-    const ids = () => {
-      leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then((generator) => {
-        closer.add('worker-id lease', () => generator.close());
-        // Renew at once: until then a process starting now could lease the same worker id.
-        redisWatch.onDataLoss('worker-id lease', () => generator.renew());
-        return generator;
-      });
-      return leased;
-    };
-
-    const vouchers = createVoucherRepository(db);
-    const inflight = createInflightReader(redis, keys);
-    const directory = createVoucherDirectory(vouchers);
-    const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
-    const moves = createSegmentMoves({ redis, keys, scripts, ids });
-    const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
-    const queueRepository = createQueueRepository(db);
-    const queue = createQueue({
-      redis, keys, scripts, directory, redisState, pubsub, ids,
-      onJoin: () => metrics.queueJoins.inc(),
-      onAdmitted: (n) => metrics.queueAdmissions.inc({ by: 'promoted' }, n),
-    });
-    const queueClosing = createQueueClosing({ redis, keys, repository: queueRepository, directory, pubsub, log });
-    const releaseRelay = createReleaseRelay({
-      db, keys, scripts, ids, directory, redisState, moves, pubsub,
-      onQueuePromotions: async (voucher, promotions) => {
-        metrics.queueAdmissions.inc({ by: 'promoted' }, promotions.length);
-        await queue.announceAdmitted(voucher, promotions);
-      },
-    });
-    const releases = createReleases({
-      db, releaseRelay, pubsub, log, eventOutbox,
-      expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
-    });
-    const reconciler = createReconciler({
-      db, redis, keys, scripts, directory, redisState, moves, releaseRelay, releases, log,
-      staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
-      onRepair: (kind) => metrics.repairs.inc({ kind }),
-      onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
-    });
-    const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log });
-    // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
-    redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
+    const built = { config, log, db, redis, closer, ...(await redisServices({ config, log, redis, closer })) };
+    const foundation = { ...built, ids: leasedIds(built) };
+    const stores = storeServices(foundation);
     return {
-      config, log, redis, db, keys, scripts, redisWatch, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releaseRelay, releases, reconciler, verifier,
-      queue, queueRepository, queueClosing,
-      ids,
-      audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys, inflight, scripts }, voucherId, auditOptions),
-      closer,
+      ...foundation,
+      ...stores,
+      ...repairServices({ ...foundation, ...stores }),
+      audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys: foundation.keys, inflight: stores.inflight, scripts: foundation.scripts }, voucherId, auditOptions),
       close: () => closer.close(),
     };
   } catch (err) {

@@ -14,6 +14,7 @@ import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js'
 import { durableAdmitMany } from '../claims/durability.js';
 import { createDraw } from '../queue/draw.js';
 import { QueueRunner } from '../queue/runner.js';
+import type { Closer } from './closer.js';
 import type { Core } from './core.js';
 
 export interface Workers {
@@ -31,108 +32,117 @@ export interface Workers {
   startWorkers(): Promise<void>;
 }
 
-export function createWorkers(core: Core): Workers {
-  const { config, log, redis, db, keys, scripts, metrics, pubsub, eventOutbox, releaseRelay, releases, reconciler, closer, redisWatch } = core;
-  /** Starts once; its stop joins the closer as soon as it exists. */
-  const once = <T extends { close(): Promise<void> }>(name: string, start: () => Promise<T>) => {
-    let started: Promise<T> | null = null;
-    return () =>
-      (started ??= start().then((worker) => {
-        closer.add(name, () => worker.close());
-        return worker;
-      }));
-  };
+/** Starts once; its stop joins the closer as soon as it exists. */
+function startsOnce<T extends { close(): Promise<void> }>(closer: Closer, name: string, start: () => Promise<T>): () => Promise<T> {
+  let started: Promise<T> | null = null;
+  return () =>
+    (started ??= start().then((worker) => {
+      closer.add(name, () => worker.close());
+      return worker;
+    }));
+}
 
-  const startPipeline = once('order pipeline', async () => {
-    const pipeline = await OrderPipeline.start({
-      redis,
-      db,
-      keys,
-      scripts,
-      log,
-      options: {
-        consumer: config.consumerName || `${hostname()}:${process.pid}`,
-        lanes: config.pipelineLanes,
-        batchSize: config.pipelineBatch,
-        blockMs: config.pipelineBlockMs,
-        claimIdleMs: config.claimIdleMs,
-        maxDeliveries: config.maxDeliveries,
-      },
-      eventOutbox,
-      events: {
-        stored: (n) => metrics.stored.inc(n),
-        failed: (reason) => metrics.failed.inc({ reason }),
-        retried: () => metrics.retries.inc(),
-        announce: pubsub,
-      },
-    });
-    // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
-    redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
-    metrics.watchPipelineLag(() => pipeline.lagSeconds());
-    const shards = allShards(keys);
-    metrics.watchStreamBacklog(async () => (await Promise.all(shards.map((s) => streamBacklog(redis, keys.orders(s))))).reduce((a, b) => a + b, 0));
-    return pipeline;
+async function startOrderPipeline({ config, log, redis, db, keys, scripts, metrics, pubsub, eventOutbox, redisWatch }: Core): Promise<OrderPipeline> {
+  const pipeline = await OrderPipeline.start({
+    redis,
+    db,
+    keys,
+    scripts,
+    log,
+    options: {
+      consumer: config.consumerName || `${hostname()}:${process.pid}`,
+      lanes: config.pipelineLanes,
+      batchSize: config.pipelineBatch,
+      blockMs: config.pipelineBlockMs,
+      claimIdleMs: config.claimIdleMs,
+      maxDeliveries: config.maxDeliveries,
+    },
+    eventOutbox,
+    events: {
+      stored: (n) => metrics.stored.inc(n),
+      failed: (reason) => metrics.failed.inc({ reason }),
+      retried: () => metrics.retries.inc(),
+      announce: pubsub,
+    },
   });
+  // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
+  redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
+  metrics.watchPipelineLag(() => pipeline.lagSeconds());
+  const shards = allShards(keys);
+  metrics.watchStreamBacklog(async () => (await Promise.all(shards.map((s) => streamBacklog(redis, keys.orders(s))))).reduce((a, b) => a + b, 0));
+  return pipeline;
+}
 
+function startPaymentTimer({ config, log, metrics, releases, releaseRelay }: Core): ExpiryWorker {
+  return ExpiryWorker.start({
+    releases,
+    releaseRelay,
+    log,
+    pollMs: config.expiryPollMs,
+    batch: config.expiryBatch,
+    onExpired: (n) => metrics.expired.inc(n),
+  });
+}
+
+async function startReconcileSchedule({ config, log, redis, reconciler, redisWatch }: Core): Promise<ReconcileSchedule> {
+  const schedule = await ReconcileSchedule.start({ redis, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log });
+  redisWatch.onDataLoss('reconcile schedule', () => schedule.reschedule());
+  return schedule;
+}
+
+async function startQueueRunner(core: Core): Promise<QueueRunner> {
+  const { config, log, redis, keys, scripts, metrics, pubsub, closer } = core;
+  // The draw's admissions keep ADMIT_DURABILITY's promise, as claims do.
+  const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => closer.add(name, close) });
+  const draw = createDraw({
+    redis, keys, scripts, admitMany, pubsub, ids: core.ids,
+    repository: core.queueRepository, redisState: core.redisState, verifier: core.verifier, queue: core.queue,
+  });
+  return QueueRunner.start({
+    redis, keys, log, draw,
+    repository: core.queueRepository, directory: core.directory, closing: core.queueClosing,
+    onDrawn: (report) => {
+      metrics.queueAdmissions.inc({ by: 'draw' }, report.admitted);
+      metrics.queueDrawSeconds.observe(report.admittedAfterMs / 1000);
+      log.info(report, 'queue drawn');
+    },
+  });
+}
+
+async function startOrderEventRelay({ config, log, db, metrics, eventOutbox }: Core): Promise<EventRelay> {
+  const confirmTimeoutMs = config.eventsConfirmTimeoutMs ?? derivedConfirmTimeoutMs(config.eventsBatch);
+  const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log, confirmTimeoutMs });
+  // Not connected yet: a broker that is down delays the events, never the worker's start.
+  const eventRelay = EventRelay.start({
+    db,
+    publisher,
+    log,
+    pollMs: config.eventsPollMs,
+    batch: config.eventsBatch,
+    onPublished: (n) => metrics.eventsPublished.inc(n),
+    onFailed: () => metrics.eventRelayFailures.inc(),
+  });
+  eventOutbox.onCommitted(() => eventRelay.nudge());
+  metrics.watchEventOutbox(() => outboxBacklog(db));
+  return eventRelay;
+}
+
+export function createWorkers(core: Core): Workers {
+  const { config, eventOutbox, closer } = core;
+  const startPipeline = startsOnce(closer, 'order pipeline', () => startOrderPipeline(core));
   let expiry: ExpiryWorker | null = null;
   const startExpiry = () => {
     if (!expiry) {
-      const started = ExpiryWorker.start({
-        releases,
-        releaseRelay,
-        log,
-        pollMs: config.expiryPollMs,
-        batch: config.expiryBatch,
-        onExpired: (n) => metrics.expired.inc(n),
-      });
+      const started = startPaymentTimer(core);
       closer.add('payment timer', () => started.close());
       expiry = started;
     }
     return expiry;
   };
-
-  const startSchedule = once('reconcile schedule', async () => {
-    const schedule = await ReconcileSchedule.start({ redis, prefix: config.redisPrefix, intervalMs: config.reconcileIntervalMs, reconciler, log });
-    redisWatch.onDataLoss('reconcile schedule', () => schedule.reschedule());
-    return schedule;
-  });
+  const startSchedule = startsOnce(closer, 'reconcile schedule', () => startReconcileSchedule(core));
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
-
-  const startQueue = once('queue runner', async () => {
-    // The draw's admissions keep ADMIT_DURABILITY's promise, as claims do.
-    const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => closer.add(name, close) });
-    const draw = createDraw({
-      redis, keys, scripts, admitMany, pubsub, ids: core.ids,
-      repository: core.queueRepository, redisState: core.redisState, verifier: core.verifier, queue: core.queue,
-    });
-    return QueueRunner.start({
-      redis, keys, log, draw,
-      repository: core.queueRepository, directory: core.directory, closing: core.queueClosing,
-      onDrawn: (report) => {
-        metrics.queueAdmissions.inc({ by: 'draw' }, report.admitted);
-        metrics.queueDrawSeconds.observe(report.admittedAfterMs / 1000);
-        log.info(report, 'queue drawn');
-      },
-    });
-  });
-
-  const startRelay = once('order-event relay', async () => {
-    const confirmTimeoutMs = config.eventsConfirmTimeoutMs ?? derivedConfirmTimeoutMs(config.eventsBatch);
-    const publisher = createAmqpPublisher({ url: config.eventsAmqpUrl, exchange: config.eventsExchange, log, confirmTimeoutMs });
-    // Not connected yet: a broker that is down delays the events, never the worker's start.
-    const eventRelay = EventRelay.start({
-      db,
-      publisher,
-      log,
-      pollMs: config.eventsPollMs,
-      batch: config.eventsBatch,
-      onPublished: (n) => metrics.eventsPublished.inc(n),
-      onFailed: () => metrics.eventRelayFailures.inc(),
-    });
-    eventOutbox.onCommitted(() => eventRelay.nudge());
-    metrics.watchEventOutbox(() => outboxBacklog(db));
-    return eventRelay;
-  });
+  const startQueue = startsOnce(closer, 'queue runner', () => startQueueRunner(core));
+  const startRelay = startsOnce(closer, 'order-event relay', () => startOrderEventRelay(core));
   const startEventRelay = async () => (eventOutbox.enabled ? startRelay() : null);
 
   return {

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { CONFIGURATION_DOC_COMMAND } from '../../src/config.js';
+import { CONFIGURATION_DOC_COMMAND } from '../../src/config/configuration-doc.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
