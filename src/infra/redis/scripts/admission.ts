@@ -4,7 +4,7 @@ import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
-/** admit-n.lua's code per claim. */
+/** admit-n.lua's code per claim: SK_CODE in lua/lib/codes.lua, the same numbers. */
 export const AdmitCode = {
   ADMITTED: 0,
   REPLAYED: 1,
@@ -123,7 +123,7 @@ export interface SoldOutSnapshots {
 }
 
 const ADMIT_KEYS_CACHED = 10_000;
-/** Values per claim in admit-n.lua's answer: code, orderId, quantity, waitlisted, closed, version. */
+/** Values per claim in admit-n.lua's answer (sk_claim_reply, lua/lib/admission.lua): code, orderId, quantity, waitlisted, closed, version. */
 const ADMIT_REPLY_WIDTH = 6;
 
 /** Claim `at`'s result in admit-n.lua's answer. */
@@ -196,6 +196,21 @@ export const soldOutSnapshots = (redis: RedisClient, keys: KeySpace): SoldOutSna
   soldOutSnapshot: (voucherId, max) => readSoldOutSnapshot(redis, keys, voucherId, max),
 });
 
+/**
+ * The keys of a voucher segment that admit-n.lua and restock-8.lua both take first, in this order:
+ * voucher hash, buyers hash, in-flight hash, order stream, waitlist, waitlist quantities.
+ */
+export function admissionKeys(keys: KeySpace, voucherId: bigint, shard: number): string[] {
+  return [
+    keys.voucher(voucherId, shard),
+    keys.buyers(voucherId, shard),
+    keys.inflight(shard),
+    keys.orders(shard),
+    keys.waitlist(voucherId, shard),
+    keys.waitlistQuantities(voucherId, shard),
+  ];
+}
+
 export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionScripts {
   const admit = scriptCall(calls, 'admit');
   const bucket = scriptCall(calls, 'bucket');
@@ -210,16 +225,7 @@ export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionS
     let k = segments[shard];
     if (!k) {
       k = {
-        keys: [
-          keys.voucher(voucherId, shard),
-          keys.buyers(voucherId, shard),
-          keys.idempotency(voucherId, shard),
-          keys.inflight(shard),
-          keys.orders(shard),
-          keys.waitlist(voucherId, shard),
-          keys.waitlistQuantities(voucherId, shard),
-          keys.voucherBucket(voucherId, shard),
-        ],
+        keys: [...admissionKeys(keys, voucherId, shard), keys.idempotency(voucherId, shard), keys.voucherBucket(voucherId, shard)],
         id: voucherId.toString(),
       };
       segments[shard] = k;
