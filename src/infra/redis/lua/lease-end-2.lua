@@ -8,6 +8,6 @@ local leaseKey, highWaterKey = KEYS[1], KEYS[2]
 local owner, issued = ARGV[1], tonumber(ARGV[2])
 if redis.call('GET', leaseKey) ~= owner then return NOT_HELD end
 local highWater = tonumber(redis.call('GET', highWaterKey) or '0')
-if issued > highWater then redis.call('SET', highWaterKey, ARGV[2]) end
+if issued > highWater then redis.call('SET', highWaterKey, issued) end
 redis.call('DEL', leaseKey)
 return ENDED

@@ -10,7 +10,7 @@ local ADDED, ADDED_BEFORE, MISSING = 1, 0, -1
 local voucherKey, movesInKey = KEYS[1], KEYS[2]
 local moveId, units = ARGV[1], tonumber(ARGV[2])
 if redis.call('EXISTS', voucherKey) == 0 then return MISSING end
-if redis.call('HSETNX', movesInKey, moveId, ARGV[2]) == 0 then return ADDED_BEFORE end
+if redis.call('HSETNX', movesInKey, moveId, units) == 0 then return ADDED_BEFORE end
 redis.call('EXPIREAT', movesInKey, redis.call('HGET', voucherKey, 'expire'))
 redis.call('HINCRBY', voucherKey, 'stock', units)
 redis.call('HINCRBY', voucherKey, 'moves', 1)
