@@ -40,7 +40,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const tokens = createTokenService(config.jwtSecret, { maxTtlSeconds: config.jwtMaxTtlSeconds });
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
-  const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, scripts, unitsBack, log });
+  const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, redis, keys, unitsBack, log });
   const orders = createOrderRepository(db);
   const getOrder = getOrderUseCase({ orders, inflight });
   // One count of open event streams for every feed of this process.

@@ -20,7 +20,7 @@ import { createMetrics, type Metrics } from '../metrics.js';
 import { createOrderPubSub, type OrderPubSub } from '../orders/order-pubsub.js';
 import { createEventOutbox, type EventOutbox } from '../orders/event-outbox.js';
 import { createInflightReader, type InflightReader } from '../orders/inflight.js';
-import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../protection/units-back.js';
+import { announcingUnitsBack, createUnitsBack, type UnitsBack } from '../claims/units-back-broadcast.js';
 import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/directory.js';
 import { createVoucherRedisState, type VoucherRedisState } from '../vouchers/redis-state.js';
 import { createVoucherRepository, type VoucherRepository } from '../vouchers/repository.js';

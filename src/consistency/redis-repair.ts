@@ -236,7 +236,7 @@ async function repairCounts({ keys, scripts, onUnitsBack }: RedisRepairDeps, vou
 
 async function requeueLostEntries({ scripts }: RedisRepairDeps, lost: InflightOrder[], note: Note) {
   for (const order of lost) {
-    note({ kind: 'lost_entry', detail: `order ${order.orderId} admitted but its stream entry is gone; requeued`, repaired: await scripts.requeue(order) });
+    note({ kind: 'lost_entry', detail: `order ${order.orderId} admitted but its stream entry is gone; requeued`, repaired: await scripts.redeliver(order) });
   }
 }
 

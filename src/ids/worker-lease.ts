@@ -101,7 +101,7 @@ export class LeasedIdGenerator implements IdGenerator {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     if (this.generator) {
-      await this.deps.scripts.release(this.generator.workerId, this.owner, this.generator.lastTimestampMs).catch(() => {});
+      await this.deps.scripts.endLease(this.generator.workerId, this.owner, this.generator.lastTimestampMs).catch(() => {});
     }
   }
 }

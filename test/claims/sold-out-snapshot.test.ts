@@ -5,7 +5,8 @@
 // keep growing or are too large give no snapshot to hold.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type AdmitClaim, AdmitCode, MAX_ADMIT_BATCH, soldOutSnapshots } from '../../src/infra/redis/scripts/admission.js';
+import { type AdmitClaim, AdmitCode, MAX_ADMIT_BATCH } from '../../src/infra/redis/scripts/admission.js';
+import { readSoldOutSnapshot } from '../../src/claims/sold-out-snapshot.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import type { RedisClient } from '../../src/infra/redis/client.js';
 import { startTestApp } from '../support/helpers.js';
@@ -119,7 +120,7 @@ describe('sold-out snapshot', () => {
     const { voucherId, last } = await sale(10_000, { twice: 2_000, waiting: 600 });
     assert.ok(last.closedAtVersion, 'sold out with a full waitlist: admit answers closed, with a version');
     const w = watched();
-    const s = await soldOutSnapshots(w.client, keys).soldOutSnapshot(voucherId, MAX_USERS);
+    const s = await readSoldOutSnapshot(w.client, keys, voucherId, MAX_USERS);
     assert.ok(s && !s.tooLarge, 'a snapshot to hold');
     assert.equal(s.version, last.closedAtVersion);
     const truth = await listed(voucherId);
@@ -139,7 +140,7 @@ describe('sold-out snapshot', () => {
     const w = watched(async (command, n) => {
       if (command === 'zscan' && n === 1) stranger = await admitStranger(voucherId);
     });
-    const s = await soldOutSnapshots(w.client, keys).soldOutSnapshot(voucherId, MAX_USERS);
+    const s = await readSoldOutSnapshot(w.client, keys, voucherId, MAX_USERS);
     assert.ok(s && !s.tooLarge);
     assert.equal(w.walks, 2, 'walked again after the version moved');
     assert.ok(s.keyedUsers.has(stranger), 'the user added during the first walk is in');
@@ -157,7 +158,7 @@ describe('sold-out snapshot', () => {
       left = await redis.zrange(keys.waitlist(voucherId), '0', '299');
       await redis.zrem(keys.waitlist(voucherId), ...left);
     });
-    const s = await soldOutSnapshots(w.client, keys).soldOutSnapshot(voucherId, MAX_USERS);
+    const s = await readSoldOutSnapshot(w.client, keys, voucherId, MAX_USERS);
     assert.ok(s && !s.tooLarge);
     assert.equal(left.length, 300, 'the waitlist was walked in more than one step');
     assert.equal(w.walks, 1, 'a removal does not move the version');
@@ -172,14 +173,14 @@ describe('sold-out snapshot', () => {
     const w = watched(async (command) => {
       if (command === 'zscan') await admitStranger(voucherId);
     });
-    assert.equal(await soldOutSnapshots(w.client, keys).soldOutSnapshot(voucherId, MAX_USERS), null);
+    assert.equal(await readSoldOutSnapshot(w.client, keys, voucherId, MAX_USERS), null);
     assert.equal(w.walks, 3);
   });
 
   it('when there are more records and waiting users than the process holds, or more arrive during the walk, then the snapshot is too large', async () => {
     const { voucherId } = await sale(600, { unitsLeft: 50 });
     const early = watched();
-    const s = await soldOutSnapshots(early.client, keys).soldOutSnapshot(voucherId, 599);
+    const s = await readSoldOutSnapshot(early.client, keys, voucherId, 599);
     assert.equal(s?.tooLarge, true);
     assert.equal(early.scanSteps, 0, 'known too large before any walk');
 
@@ -187,7 +188,7 @@ describe('sold-out snapshot', () => {
     const growing = watched(async (command, n) => {
       if (command === 'hscan' && n === 1) for (let i = 0; i < 50; i++) await admitStranger(voucherId);
     });
-    const grown = await soldOutSnapshots(growing.client, keys).soldOutSnapshot(voucherId, 600);
+    const grown = await readSoldOutSnapshot(growing.client, keys, voucherId, 600);
     assert.equal(grown?.tooLarge, true);
     assert.equal(growing.walks, 1, 'the walk stopped at the cap, not walked again');
   });

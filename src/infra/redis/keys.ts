@@ -31,7 +31,7 @@ export interface KeySpace {
    *   state it observed, and a rebuilt one has another builtAt;
    * - listAdditions: bumped whenever admit-n.lua gives a user an idempotency record or a waitlist
    *   place, the two lists of users who may hear more than SOLD_OUT; "builtAt.listAdditions" is
-   *   the version of a sold-out snapshot (soldOutSnapshot in scripts/admission.ts);
+   *   the version of a sold-out snapshot (claims/sold-out-snapshot.ts);
    * - moves: bumped by every step of a move of units into or out of the segment (lend, receive,
    *   forget): unchanged between two reads means no unit moved;
    * - verifiedOn: the replication id of the master this state was built or verified against the

@@ -2,11 +2,11 @@
 // here and nowhere else:
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
 //   (orderId -> "voucherId|userId|quantity|createdMs|streamId[|p]"), by lib/admission.lua (admit-n.lua,
-//   restock-8.lua for a waitlist promotion) and by requeue-2.lua / adopt-3.lua from inflightRecord();
+//   restock-8.lua for a waitlist promotion) and by redeliver-2.lua / adopt-3.lua from inflightRecord();
 // - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
-//   lib/admission.lua and requeue-2.lua.
+//   lib/admission.lua and redeliver-2.lua.
 // The mark "|p" ends both for a waitlist promotion, so the pipeline writes its `promoted` event
-// beside its `stored` one; the record keeps it so an entry rebuilt from it (requeue) does too.
+// beside its `stored` one; the record keeps it so an entry rebuilt from it (redeliver) does too.
 import { idText, parseId } from '../../id-text.js';
 
 export interface InflightOrder {

@@ -5,7 +5,9 @@
 -- Returns 0 when both tokens were taken, else the ms until both buckets have one (nothing taken).
 --! include lib/time.lua
 --! include lib/bucket.lua
+local voucherBucketKey, userBucketKey = KEYS[1], KEYS[2]
+local vRate, vBurst, uRate, uBurst = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 return sk_take_tokens({
-  {key = KEYS[1], rate = tonumber(ARGV[1]), burst = tonumber(ARGV[2])},
-  {key = KEYS[2], rate = tonumber(ARGV[3]), burst = tonumber(ARGV[4])},
+  {key = voucherBucketKey, rate = vRate, burst = vBurst},
+  {key = userBucketKey, rate = uRate, burst = uBurst},
 }, sk_now())

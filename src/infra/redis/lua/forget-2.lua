@@ -3,7 +3,10 @@
 -- KEYS[1] voucher hash (the lender)  KEYS[2] moves out
 -- ARGV[1] moveId
 -- Bumps the lender's moves (KeySpace.voucher in keys.ts) when it drops the record.
--- Returns 1 when dropped, 0 when it was not there.
-if redis.call('HDEL', KEYS[2], ARGV[1]) == 0 then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'moves', 1) end
-return 1
+-- Returns DROPPED (1) when dropped, NOT_THERE (0) when it was not there.
+local DROPPED, NOT_THERE = 1, 0
+local voucherKey, movesOutKey = KEYS[1], KEYS[2]
+local moveId = ARGV[1]
+if redis.call('HDEL', movesOutKey, moveId) == 0 then return NOT_THERE end
+if redis.call('EXISTS', voucherKey) == 1 then redis.call('HINCRBY', voucherKey, 'moves', 1) end
+return DROPPED

@@ -6,17 +6,20 @@
 -- KEYS[4] waiting places (the voucher's waitlist zset, userId -> place)
 -- ARGV[1] entrants drawn  ARGV[2] how many of the first places the draw admits  ARGV[3] drawnAt ms
 -- ARGV[4] expire-at unix seconds
--- Returns how many arrivals it placed, or -1 when the queue was placed before.
-if redis.call('HGET', KEYS[1], 'placed') == '1' then return -1 end
-local n = tonumber(ARGV[1])
-local late = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+-- Returns how many arrivals it placed, or PLACED_BEFORE (-1) when the queue was placed before.
+local PLACED_BEFORE = -1
+local queueKey, lateKey, placesKey, waitingKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local entrants, admitting, drawnAt, expireAt = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4]
+if redis.call('HGET', queueKey, 'placed') == '1' then return PLACED_BEFORE end
+local late = redis.call('ZRANGE', lateKey, 0, -1, 'WITHSCORES')
 for i = 1, #late, 2 do
-  local place = n + tonumber(late[i + 1])
-  redis.call('HSET', KEYS[3], late[i], place)
-  redis.call('ZADD', KEYS[4], place, late[i])
+  local user, arrival = late[i], tonumber(late[i + 1])
+  local place = entrants + arrival
+  redis.call('HSET', placesKey, user, place)
+  redis.call('ZADD', waitingKey, place, user)
 end
-redis.call('HSET', KEYS[1], 'placed', 1, 'n', n, 'admitting', ARGV[2], 'drawnAt', ARGV[3])
-for i = 1, 4 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIREAT', KEYS[i], ARGV[4]) end
+redis.call('HSET', queueKey, 'placed', 1, 'n', entrants, 'admitting', admitting, 'drawnAt', drawnAt)
+for _, key in ipairs({queueKey, lateKey, placesKey, waitingKey}) do
+  if redis.call('EXISTS', key) == 1 then redis.call('EXPIREAT', key, expireAt) end
 end
 return #late / 2

@@ -10,77 +10,84 @@
 -- KEYS[6] admitted places hash (userId -> orderId)  KEYS[7] voucher hash (its stock)
 -- ARGV[1] join | look  ARGV[2] opensAt ms  ARGV[3] beginAt ms  ARGV[4] endAt ms
 -- ARGV[5] expire-at unix seconds (the voucher's keys')  ARGV[6..] the buyers' user ids
--- Returns ten values per buyer, {code, state, place, ahead, orderId, promote, openedAt, drawAdmitted, admitted, now}:
---   code 0 (the buyer's state follows) · 3 NOT_STARTED (before opensAt) · 4 ENDED · 6 SOLD_OUT
---   (closed) · 11 NOT_IN_QUEUE (look, never joined); a new buyer is told 3, 4 or 6, a buyer who
---   joined before always hears their state. state prequeue | waiting | admitted | closed; place
---   and ahead '' until the draw placed everyone; promote 1 when units are left for the next
+-- Returns ten values per buyer (sk_queue_reply, lib/queue.lua), {code, state, place, ahead,
+--   orderId, promote, openedAt, drawAdmitted, admitted, now}, code one of SK_QUEUE: IN_QUEUE (the
+--   buyer's state follows) · NOT_STARTED (before opensAt) · ENDED · SOLD_OUT (closed) ·
+--   NOT_IN_QUEUE (look, never joined); a new buyer is told NOT_STARTED, ENDED or SOLD_OUT, a buyer
+--   who joined before always hears their state. state prequeue | waiting | admitted | closed;
+--   place and ahead '' until the draw placed everyone; promote 1 when units are left for the next
 --   places (the caller promotes them: restock-8.lua); openedAt '' until the draw's admissions
 --   are done; admitted: places admitted so far.
 --! include lib/time.lua
+--! include lib/queue.lua
+local queueKey, prequeueKey, lateKey, placesKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local waitingKey, admittedKey, voucherKey = KEYS[5], KEYS[6], KEYS[7]
 local join = ARGV[1] == 'join'
 local opensAt, beginAt, endAt, expireAt = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local FIRST_USER = 6
 local now, nowMicros = sk_now()
-local q = redis.call('HMGET', KEYS[1], 'frozen', 'n', 'placed', 'open', 'closed', 'drawAdmitted', 'openedAt', 'admitting')
-local placed, open = q[3] == '1', q[4] == '1'
-local admitted = redis.call('HLEN', KEYS[6])
-local out = {}
+local frozen, entrants, placedFlag, openFlag, closed, drawAdmitted, openedAt, admitting = unpack(redis.call(
+  'HMGET', queueKey, 'frozen', 'n', 'placed', 'open', 'closed', 'drawAdmitted', 'openedAt', 'admitting'))
+local placed, open = placedFlag == '1', openFlag == '1'
+local admitted = redis.call('HLEN', admittedKey)
 local joinedPre, joinedLate = false, false
 
-local function answer(state, place, ahead, orderId, promote)
-  return 0, state, place or '', ahead or '', orderId or '', promote and 1 or 0, q[7] or '', tonumber(q[6] or '0'), admitted, now
-end
-local function refused(code)
-  return code, '', '', '', '', 0, '', 0, 0, now
+-- A buyer in the queue: IN_QUEUE and their standing (sk_queue_reply).
+local function inQueue(state, place, ahead, orderId, promote)
+  return SK_QUEUE.IN_QUEUE, {
+    state = state,
+    place = place,
+    ahead = ahead,
+    orderId = orderId,
+    promote = promote,
+    openedAt = openedAt,
+    drawAdmitted = tonumber(drawAdmitted or '0'),
+    admitted = admitted,
+  }
 end
 
 local function stateOf(user, place, promote)
-  if not placed then return answer('prequeue') end
-  local orderId = redis.call('HGET', KEYS[6], user)
-  if orderId then return answer('admitted', place, 0, orderId) end
-  if q[5] or now >= endAt then return answer('closed', place) end
-  local ahead = redis.call('ZRANK', KEYS[5], user)
-  if ahead then return answer('waiting', place, ahead, nil, promote) end
+  if not placed then return inQueue('prequeue') end
+  local orderId = redis.call('HGET', admittedKey, user)
+  if orderId then return inQueue('admitted', place, 0, orderId) end
+  if closed or now >= endAt then return inQueue('closed', place) end
+  local ahead = redis.call('ZRANK', waitingKey, user)
+  if ahead then return inQueue('waiting', place, ahead, nil, promote) end
   -- One of the first places, while the draw admits them.
-  if not open and place <= tonumber(q[8] or '0') then return answer('waiting', place, 0) end
-  return answer('closed', place)
+  if not open and place <= tonumber(admitting or '0') then return inQueue('waiting', place, 0) end
+  return inQueue('closed', place)
 end
 
+-- Buyer `user`, the i-th of the batch (from 0); returns its code and standing.
 local function one(user, i)
-  local place = redis.call('HGET', KEYS[4], user)
+  local place = redis.call('HGET', placesKey, user)
   if place then return stateOf(user, tonumber(place), false) end
-  if redis.call('ZSCORE', KEYS[2], user) or redis.call('ZSCORE', KEYS[3], user) then return answer('prequeue') end
-  if not join then return refused(11) end
-  if now < opensAt then return refused(3) end
-  if now >= endAt then return refused(4) end
-  if q[5] then return refused(6) end
+  if redis.call('ZSCORE', prequeueKey, user) or redis.call('ZSCORE', lateKey, user) then return inQueue('prequeue') end
+  if not join then return SK_QUEUE.NOT_IN_QUEUE end
+  if now < opensAt then return SK_QUEUE.NOT_STARTED end
+  if now >= endAt then return SK_QUEUE.ENDED end
+  if closed then return SK_QUEUE.SOLD_OUT end
 
-  if q[1] ~= '1' and now < beginAt then
+  if frozen ~= '1' and now < beginAt then
     -- Buyers of one batch share a Redis time: + i µs keeps their join times apart, in order.
-    redis.call('ZADD', KEYS[2], tonumber(nowMicros) + i, user)
+    redis.call('ZADD', prequeueKey, tonumber(nowMicros) + i, user)
     joinedPre = true
-    return answer('prequeue')
+    return inQueue('prequeue')
   end
-  local seq = redis.call('HINCRBY', KEYS[1], 'late', 1)
-  redis.call('ZADD', KEYS[3], seq, user)
+  local seq = redis.call('HINCRBY', queueKey, 'late', 1)
+  redis.call('ZADD', lateKey, seq, user)
   joinedLate = true
-  if not placed then return answer('prequeue') end -- the draw places it after the drawn ones
-  place = tonumber(q[2]) + seq
-  redis.call('HSET', KEYS[4], user, place)
-  redis.call('ZADD', KEYS[5], place, user)
-  return stateOf(user, place, open and tonumber(redis.call('HGET', KEYS[7], 'stock') or '0') >= 1)
+  if not placed then return inQueue('prequeue') end -- the draw places it after the drawn ones
+  place = tonumber(entrants) + seq
+  redis.call('HSET', placesKey, user, place)
+  redis.call('ZADD', waitingKey, place, user)
+  return stateOf(user, place, open and tonumber(redis.call('HGET', voucherKey, 'stock') or '0') >= 1)
 end
 
-for i = FIRST_USER, #ARGV do
-  local code, state, place, ahead, orderId, promote, openedAt, drawAdmitted, all, at = one(ARGV[i], i - FIRST_USER)
-  out[#out + 1] = code; out[#out + 1] = state; out[#out + 1] = place; out[#out + 1] = ahead; out[#out + 1] = orderId
-  out[#out + 1] = promote; out[#out + 1] = openedAt; out[#out + 1] = drawAdmitted; out[#out + 1] = all; out[#out + 1] = at
-end
-if joinedPre then redis.call('EXPIREAT', KEYS[2], expireAt) end
+local out = {}
+for i = FIRST_USER, #ARGV do sk_queue_reply(out, now, one(ARGV[i], i - FIRST_USER)) end
+if joinedPre then redis.call('EXPIREAT', prequeueKey, expireAt) end
 if joinedLate then
-  for k = 1, 5 do
-    if k ~= 2 then redis.call('EXPIREAT', KEYS[k], expireAt) end
-  end
+  for _, key in ipairs({queueKey, lateKey, placesKey, waitingKey}) do redis.call('EXPIREAT', key, expireAt) end
 end
 return out

@@ -4,11 +4,14 @@
 -- KEYS[1] voucher hash (the receiver)  KEYS[2] moves in
 -- ARGV[1] moveId  ARGV[2] units
 -- Bumps the receiver's moves (KeySpace.voucher in keys.ts) when it adds them.
--- Returns 1 when added now, 0 when added before, -1 when the segment's state is missing (the
--- move stays lent: recovery gives it once the state is rebuilt).
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
-redis.call('EXPIREAT', KEYS[2], redis.call('HGET', KEYS[1], 'expire'))
-redis.call('HINCRBY', KEYS[1], 'stock', tonumber(ARGV[2]))
-redis.call('HINCRBY', KEYS[1], 'moves', 1)
-return 1
+-- Returns ADDED (1) when added now, ADDED_BEFORE (0) when added before, MISSING (-1) when the
+-- segment's state is missing (the move stays lent: recovery gives it once the state is rebuilt).
+local ADDED, ADDED_BEFORE, MISSING = 1, 0, -1
+local voucherKey, movesInKey = KEYS[1], KEYS[2]
+local moveId, units = ARGV[1], tonumber(ARGV[2])
+if redis.call('EXISTS', voucherKey) == 0 then return MISSING end
+if redis.call('HSETNX', movesInKey, moveId, units) == 0 then return ADDED_BEFORE end
+redis.call('EXPIREAT', movesInKey, redis.call('HGET', voucherKey, 'expire'))
+redis.call('HINCRBY', voucherKey, 'stock', units)
+redis.call('HINCRBY', voucherKey, 'moves', 1)
+return ADDED

@@ -6,11 +6,16 @@
 -- KEYS[1] voucher hash  KEYS[2] buyers hash
 -- ARGV[1] builtAt observed  ARGV[2] stock offset  ARGV[3] in-flight counter offset
 -- ARGV[4..] userId, offset, ... (a count that reaches 0 is removed)
--- Returns 1 when applied, 0 when the state was rebuilt or is gone.
-if redis.call('HGET', KEYS[1], 'builtAt') ~= ARGV[1] then return 0 end
-redis.call('HINCRBY', KEYS[1], 'stock', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'inflight', ARGV[3])
-for i = 4, #ARGV, 2 do
-  if redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1]) <= 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
+-- Returns SK_APPLIED, or SK_UNCHANGED when the state was rebuilt or is gone (lib/reconcile.lua).
+--! include lib/reconcile.lua
+local voucherKey, buyersKey = KEYS[1], KEYS[2]
+local builtAt, stockOffset, inflightOffset = ARGV[1], ARGV[2], ARGV[3]
+local FIRST_BUYER = 4
+if redis.call('HGET', voucherKey, 'builtAt') ~= builtAt then return SK_UNCHANGED end
+redis.call('HINCRBY', voucherKey, 'stock', stockOffset)
+redis.call('HINCRBY', voucherKey, 'inflight', inflightOffset)
+for i = FIRST_BUYER, #ARGV, 2 do
+  local userId, offset = ARGV[i], ARGV[i + 1]
+  if redis.call('HINCRBY', buyersKey, userId, offset) <= 0 then redis.call('HDEL', buyersKey, userId) end
 end
-return 1
+return SK_APPLIED

@@ -1,9 +1,9 @@
 -- restock: give the units of a released (expired or cancelled) order back to Redis, exactly once,
 -- then admit waiting users for them, head of the waitlist first, through the same checks and the
 -- same stream as a claim.
--- KEYS[1] voucher hash  KEYS[2] buyers hash  KEYS[3] released hash (orderId -> 1: given back)
--- KEYS[4] waitlist zset  KEYS[5] waitlist quantities  KEYS[6] in-flight hash (shard)
--- KEYS[7] order stream (shard): a promotion's entry ends in the mark "|p" (lib/admission.lua)
+-- KEYS[1] voucher hash  KEYS[2] buyers hash  KEYS[3] in-flight hash (shard)
+-- KEYS[4] order stream (shard): a promotion's entry ends in the mark "|p" (lib/admission.lua)
+-- KEYS[5] waitlist zset  KEYS[6] waitlist quantities  KEYS[7] released hash (orderId -> 1: given back)
 -- KEYS[8] a queue voucher's admitted places (userId -> orderId), written with each promotion
 --   when ARGV[5] is 1 (the waitlist is the queue's waiting places, scored by place)
 -- ARGV[1] voucherId  ARGV[2] released orderId  ARGV[3] its userId  ARGV[4] its quantity
@@ -11,51 +11,55 @@
 --   voucher lent it units for its waiting users, segment-moves.ts, or a queue's next places)
 -- ARGV[5] 1: a queue voucher, 0: not
 -- ARGV[6..] fresh order ids for promotions (one per promotion at most)
--- Returns {0, orderId1, userId1, quantity1, ...} for the promotions made,
---   {1} when this order was given back before, {2} when the voucher's state is missing (warm it:
---   the database already has the units back, and warming marks the order as given back).
+-- Returns {RESTOCKED, orderId1, userId1, quantity1, ...} for the promotions made,
+--   {GIVEN_BACK_BEFORE} when this order was given back before, {MISSING} when the voucher's state
+--   is missing (warm it: the database already has the units back, and warming marks the order as
+--   given back). RestockCode in scripts/voucher-state.ts has the same numbers.
 --! include lib/time.lua
 --! include lib/admission.lua
-local voucherId, releasedId, userId = ARGV[1], ARGV[2], ARGV[3]
-local quantity = tonumber(ARGV[4])
+local RESTOCKED, GIVEN_BACK_BEFORE, MISSING = 0, 1, 2
+local segment = {voucher = KEYS[1], buyers = KEYS[2], inflight = KEYS[3], stream = KEYS[4]}
+local waitlistKey, wantedKey, releasedKey, queueAdmittedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local voucherId, releasedId, releasedUser, releasedQuantity = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local queue = ARGV[5] == '1'
-local FIRST_ID = 6
+local FIRST_PROMOTION_ID = 6
 
-local v = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'limit', 'expire', 'waitcap')
-local stock = tonumber(v[1])
-if stock == nil then return {2} end
+local voucher = sk_voucher_state(segment.voucher)
+if not voucher then return {MISSING} end
+local stock = voucher.stock
 if releasedId ~= '' then
-  if redis.call('HEXISTS', KEYS[3], releasedId) == 1 then return {1} end
-  stock = stock + quantity
-  redis.call('HINCRBY', KEYS[1], 'stock', quantity)
-  if redis.call('HINCRBY', KEYS[2], userId, -quantity) <= 0 then redis.call('HDEL', KEYS[2], userId) end
-  redis.call('HSET', KEYS[3], releasedId, 1)
-  redis.call('EXPIREAT', KEYS[3], v[5])
+  if redis.call('HEXISTS', releasedKey, releasedId) == 1 then return {GIVEN_BACK_BEFORE} end
+  stock = stock + releasedQuantity
+  redis.call('HINCRBY', segment.voucher, 'stock', releasedQuantity)
+  if redis.call('HINCRBY', segment.buyers, releasedUser, -releasedQuantity) <= 0 then redis.call('HDEL', segment.buyers, releasedUser) end
+  redis.call('HSET', releasedKey, releasedId, 1)
+  redis.call('EXPIREAT', releasedKey, voucher.expireAt)
 end
 
-local out = {0}
-if tonumber(v[6] or '0') == 0 or #ARGV < FIRST_ID then return out end
+local out = {RESTOCKED}
+if voucher.waitCap == 0 or #ARGV < FIRST_PROMOTION_ID then return out end
 local now = sk_now()
-if sk_check(stock, v, 0, 0, now) ~= 0 then return out end -- outside the sale window: no promotions
+if sk_check(voucher, stock, 0, 0, now) ~= SK_CODE.ADMITTED then return out end -- outside the sale window: no promotions
 
-local nextId = FIRST_ID
+local nextId = FIRST_PROMOTION_ID
 while nextId <= #ARGV do
-  local head = redis.call('ZRANGE', KEYS[4], 0, 0)
+  local head = redis.call('ZRANGE', waitlistKey, 0, 0)
   if #head == 0 then break end
   local user = head[1]
-  local want = tonumber(redis.call('HGET', KEYS[5], user) or '1')
-  local held = tonumber(redis.call('HGET', KEYS[2], user) or '0')
-  local code = sk_check(stock, v, held, want, now)
-  if code == 6 then break end -- too few units for the head: it keeps its place
-  redis.call('ZREM', KEYS[4], user)
-  redis.call('HDEL', KEYS[5], user)
-  if code == 0 then -- otherwise no longer eligible (already holds the limit): skipped
-    sk_admit(KEYS[1], KEYS[2], KEYS[6], KEYS[7], voucherId, user, ARGV[nextId], want, now, v[5])
+  local want = tonumber(redis.call('HGET', wantedKey, user) or '1')
+  local held = tonumber(redis.call('HGET', segment.buyers, user) or '0')
+  local code = sk_check(voucher, stock, held, want, now)
+  if code == SK_CODE.SOLD_OUT then break end -- too few units for the head: it keeps its place
+  redis.call('ZREM', waitlistKey, user)
+  redis.call('HDEL', wantedKey, user)
+  if code == SK_CODE.ADMITTED then -- otherwise no longer eligible (already holds the limit): skipped
+    local orderId = ARGV[nextId]
+    sk_admit(segment, voucherId, user, orderId, want, now, voucher.expireAt)
     if queue then
-      redis.call('HSET', KEYS[8], user, ARGV[nextId])
-      redis.call('EXPIREAT', KEYS[8], v[5])
+      redis.call('HSET', queueAdmittedKey, user, orderId)
+      redis.call('EXPIREAT', queueAdmittedKey, voucher.expireAt)
     end
-    out[#out + 1] = ARGV[nextId]
+    out[#out + 1] = orderId
     out[#out + 1] = user
     out[#out + 1] = want
     stock = stock - want

@@ -6,42 +6,51 @@
 -- then one value per order, "streamId|orderId|userId|quantity|restoreStock|restoreBuyer|index|reason":
 --   restore stock / buyer count 0 or 1, index in KEYS of its voucher hash, failure reason ("" when
 --   stored; last, so it may hold any character)
--- Returns one flag per order: 1 when this call removed its in-flight record (and compensated, if
--- asked), 0 when an earlier call already had. The in-flight record is the token that makes
--- compensation happen once; only the call that acknowledges an entry copies it to dead letters
--- (and counts it in the voucher's `dead` field).
+-- Returns one flag per order: SETTLED_NOW (1) when this call removed its in-flight record (and
+-- compensated, if asked), SETTLED_BEFORE (0) when an earlier call already had. The in-flight
+-- record is the token that makes compensation happen once; only the call that acknowledges an
+-- entry copies it to dead letters (and counts it in the voucher's `dead` field).
+local SETTLED_NOW, SETTLED_BEFORE = 1, 0
+local streamKey, inflightKey, deadLettersKey = KEYS[1], KEYS[2], KEYS[3]
+local group, deadLettersMaxLen = ARGV[1], ARGV[2]
+local FIRST_ORDER = 3
 local ORDER = '^([^|]+)|([^|]+)|([^|]+)|([^|]+)|([01])|([01])|(%d+)|(.*)$'
+local ACK_STEP = 1000 -- stream ids per XACK
 -- Every argument is checked before anything is written: a bad one fails the call as a whole.
-for i = 3, #ARGV do
+for i = FIRST_ORDER, #ARGV do
   if not string.match(ARGV[i], ORDER) then error('settle: malformed order argument ' .. string.sub(ARGV[i], 1, 80)) end
 end
+
+-- Gives the units of a settled order back to its voucher's stock and/or takes them off its
+-- buyer's count. A missing voucher hash is rebuilt from the database later; never create a
+-- partial one here.
+local function compensate(voucherIndex, userId, quantity, restoreStock, restoreBuyer)
+  local voucherKey, buyersKey = KEYS[voucherIndex], KEYS[voucherIndex + 1]
+  if not (restoreStock or restoreBuyer) or redis.call('EXISTS', voucherKey) == 0 then return end
+  if restoreStock then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
+  if restoreBuyer and redis.call('HINCRBY', buyersKey, userId, -quantity) <= 0 then redis.call('HDEL', buyersKey, userId) end
+end
+
 local result = {}
 local settledPerVoucher = {}
 local storedIds = {}
-for i = 3, #ARGV do
-  local streamId, orderId, userId, q, restoreStock, restoreBuyer, index, reason = string.match(ARGV[i], ORDER)
-  local quantity = tonumber(q)
+for i = FIRST_ORDER, #ARGV do
+  local streamId, orderId, userId, quantity, restoreStock, restoreBuyer, index, reason = string.match(ARGV[i], ORDER)
   local voucherIndex = tonumber(index)
   local voucherKey = KEYS[voucherIndex]
-  local settled = 0
-  if redis.call('HDEL', KEYS[2], orderId) == 1 then
-    settled = 1
+  local settled = SETTLED_BEFORE
+  if redis.call('HDEL', inflightKey, orderId) == 1 then
+    settled = SETTLED_NOW
     settledPerVoucher[voucherIndex] = (settledPerVoucher[voucherIndex] or 0) + 1
-    -- A missing voucher hash is rebuilt from the database later; never create a partial one here.
-    if (restoreStock == '1' or restoreBuyer == '1') and redis.call('EXISTS', voucherKey) == 1 then
-      if restoreStock == '1' then redis.call('HINCRBY', voucherKey, 'stock', quantity) end
-      if restoreBuyer == '1' and redis.call('HINCRBY', KEYS[voucherIndex + 1], userId, -quantity) <= 0 then
-        redis.call('HDEL', KEYS[voucherIndex + 1], userId)
-      end
-    end
+    compensate(voucherIndex, userId, tonumber(quantity), restoreStock == '1', restoreBuyer == '1')
   end
   if reason == '' then
     storedIds[#storedIds + 1] = streamId
-  elseif redis.call('XACK', KEYS[1], ARGV[1], streamId) == 1 then
-    local entry = redis.call('XRANGE', KEYS[1], streamId, streamId)
+  elseif redis.call('XACK', streamKey, group, streamId) == 1 then
+    local entry = redis.call('XRANGE', streamKey, streamId, streamId)
     local fields = {}
     if entry[1] then fields = entry[1][2] end
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'entry', streamId, 'reason', reason, unpack(fields))
+    redis.call('XADD', deadLettersKey, 'MAXLEN', '~', deadLettersMaxLen, '*', 'entry', streamId, 'reason', reason, unpack(fields))
     if redis.call('EXISTS', voucherKey) == 1 then redis.call('HINCRBY', voucherKey, 'dead', 1) end
   end
   result[#result + 1] = settled
@@ -50,7 +59,7 @@ end
 for voucherIndex, count in pairs(settledPerVoucher) do
   if redis.call('EXISTS', KEYS[voucherIndex]) == 1 then redis.call('HINCRBY', KEYS[voucherIndex], 'inflight', -count) end
 end
-for i = 1, #storedIds, 1000 do
-  redis.call('XACK', KEYS[1], ARGV[1], unpack(storedIds, i, math.min(i + 999, #storedIds)))
+for i = 1, #storedIds, ACK_STEP do
+  redis.call('XACK', streamKey, group, unpack(storedIds, i, math.min(i + ACK_STEP - 1, #storedIds)))
 end
 return result

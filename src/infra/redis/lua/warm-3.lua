@@ -6,14 +6,18 @@
 -- ARGV[7] waitlist capacity (0: no waitlist)
 -- Sets builtAt, the Redis time (µs) of this build, and verifiedOn, this master: state built from
 -- the database is what the database implies (fields: KeySpace.voucher in keys.ts).
--- Returns 1 when created, 0 when the state was already there.
+-- Returns CREATED (1) when created, EXISTED (0) when the state was already there.
+--! include lib/time.lua
 --! include lib/master.lua
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3], 'limit', ARGV[4], 'inflight', ARGV[5],
-  'expire', ARGV[6], 'waitcap', ARGV[7], 'builtAt', t[1] .. string.format('%06d', tonumber(t[2])), 'verifiedOn', sk_master())
-redis.call('EXPIREAT', KEYS[1], ARGV[6])
-for i = 2, 3 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('EXPIREAT', KEYS[i], ARGV[6]) end
+local CREATED, EXISTED = 1, 0
+local voucherKey, buyersKey, releasedKey = KEYS[1], KEYS[2], KEYS[3]
+local stock, beginAt, endAt, limit, inflight, expireAt, waitCap = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+if redis.call('EXISTS', voucherKey) == 1 then return EXISTED end
+local _, builtAt = sk_now()
+redis.call('HSET', voucherKey, 'stock', stock, 'begin', beginAt, 'end', endAt, 'limit', limit, 'inflight', inflight,
+  'expire', expireAt, 'waitcap', waitCap, 'builtAt', builtAt, 'verifiedOn', sk_master())
+redis.call('EXPIREAT', voucherKey, expireAt)
+for _, key in ipairs({buyersKey, releasedKey}) do
+  if redis.call('EXISTS', key) == 1 then redis.call('EXPIREAT', key, expireAt) end
 end
-return 1
+return CREATED

@@ -1,10 +1,9 @@
-// The claim step: admit-n.lua (a batch of seckill claims on one voucher), bucket-2.lua (the token
-// buckets of a limited or common claim) and the sold-out snapshot (who may hear more than SOLD_OUT).
-import type { RedisClient } from '../client.js';
+// The claim step: admit-n.lua (a batch of seckill claims on one voucher) and bucket-2.lua (the
+// token buckets of a limited or common claim).
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
-/** admit-n.lua's code per claim. */
+/** admit-n.lua's code per claim: SK_CODE in lua/lib/codes.lua, the same numbers. */
 export const AdmitCode = {
   ADMITTED: 0,
   REPLAYED: 1,
@@ -75,32 +74,12 @@ export interface AdmitResult {
   waitlisted: boolean;
   /**
    * SOLD_OUT only, when no unit is left for anyone and no place on the waitlist either: the
-   * version of the users who may hear something else (see SoldOutSnapshot).
+   * version of the users who may hear something else (claims/sold-out-snapshot.ts).
    */
   closedAtVersion?: string;
   /** RATE_LIMITED only: ms until the buckets have a token again. */
   retryAfterMs?: number;
 }
-
-/**
- * Who, on a sold-out voucher, may get another answer than a plain SOLD_OUT: the users with an
- * idempotency record (a retry may be a replay) and the users on the waitlist, as they were at
- * `version`, "builtAt.listAdditions" of the voucher hash as admit-n.lua answers it: builtAt
- * changes when the state is rebuilt, listAdditions whenever admit adds a user to either list.
- * (Restock only takes users off the waitlist, after which it is not full, so no sold-out flag
- * stands until an enrolment has moved the version again.)
- */
-export type SoldOutSnapshot =
-  | { version: string; tooLarge: false; keyedUsers: Set<string>; waitingUsers: Set<string> }
-  | { version: string; tooLarge: true };
-
-/**
- * Elements per HSCAN / ZSCAN step of a snapshot read: Redis runs one command at a time, and each
- * step is short enough that no claim waits long behind it.
- */
-const SNAPSHOT_STEP = 250;
-/** Walks of lists that keep growing before the read gives up. */
-const SNAPSHOT_ATTEMPTS = 3;
 
 export interface AdmissionScripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
@@ -113,17 +92,8 @@ export interface AdmissionScripts {
   takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
 }
 
-/** Plain commands, not a script: see readSoldOutSnapshot. */
-export interface SoldOutSnapshots {
-  /**
-   * Users with idempotency records and waiting users of a voucher (of one segment), unless more
-   * than `max`; null when the lists grew during every attempt to read them.
-   */
-  soldOutSnapshot(voucherId: bigint, max: number): Promise<SoldOutSnapshot | null>;
-}
-
 const ADMIT_KEYS_CACHED = 10_000;
-/** Values per claim in admit-n.lua's answer: code, orderId, quantity, waitlisted, closed, version. */
+/** Values per claim in admit-n.lua's answer (sk_claim_reply, lua/lib/admission.lua): code, orderId, quantity, waitlisted, closed, version. */
 const ADMIT_REPLY_WIDTH = 6;
 
 /** Claim `at`'s result in admit-n.lua's answer. */
@@ -137,64 +107,20 @@ function admitResult(flat: (string | number)[], at: number): AdmitResult {
   return result;
 }
 
-/** One step of a SCAN-family walk from `cursor`: the next cursor, and members paired with values. */
-type ScanStep = (cursor: string) => Promise<[cursor: string, elements: string[]]>;
-
-/** Hands `add` every member of a walk to its end; false as soon as `full()`, the rest unread. */
-async function scanAll(step: ScanStep, add: (member: string) => void, full: () => boolean): Promise<boolean> {
-  let cursor = '0';
-  do {
-    const [next, flat] = await step(cursor);
-    for (let i = 0; i < flat.length; i += 2) add(flat[i]!);
-    if (full()) return false;
-    cursor = next;
-  } while (cursor !== '0');
-  return true;
-}
-
 /**
- * The sold-out snapshot in steps of SNAPSHOT_STEP elements: one script reading 20,000 records
- * held Redis for 29–65 ms, and every claim waited; a step holds it for 0.3–0.6 ms. The version
- * is read before and after the walk of both lists; unchanged, nothing was added to either
- * meanwhile, nor was the state rebuilt. Removals may have happened, but HSCAN and ZSCAN return
- * every element present for the whole walk, so the result holds every user still listed at the
- * end, perhaps some who left meanwhile, and none who was not listed at the start: no staler than
- * one atomic read at the start. That is safe: a keyed user who is no longer one only has their
- * claims go to Redis, and a user leaves the waitlist only when promoted, when units coming back
- * clear the flag. (ZRANGE by ranks would not do: a removal shifts the ranks, and the next range
- * skips a user who stayed.)
+ * The keys of a voucher segment that admit-n.lua and restock-8.lua both take first, in this order:
+ * voucher hash, buyers hash, in-flight hash, order stream, waitlist, waitlist quantities.
  */
-async function readSoldOutSnapshot(redis: RedisClient, keys: KeySpace, voucherId: bigint, max: number): Promise<SoldOutSnapshot | null> {
-  const idempotency = keys.idempotency(voucherId);
-  const waitlist = keys.waitlist(voucherId);
-  const versionNow = async () => {
-    const [builtAt, listAdditions] = await redis.hmget(keys.voucher(voucherId), 'builtAt', 'listAdditions');
-    return `${builtAt ?? ''}.${listAdditions ?? '0'}`;
-  };
-  const [first, records, places] = await Promise.all([versionNow(), redis.hlen(idempotency), redis.zcard(waitlist)]);
-  let version = first;
-  // A walk costs by records (a user may hold several): more than max of them, no walk at all.
-  if (records + places > max) return { version, tooLarge: true };
-  for (let attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
-    // Sets: a scan may return an element twice (while the hash or set is resized).
-    const keyedUsers = new Set<string>();
-    const waitingUsers = new Set<string>();
-    const full = () => keyedUsers.size + waitingUsers.size > max;
-    const walked =
-      (await scanAll((c) => redis.hscan(idempotency, c, 'COUNT', SNAPSHOT_STEP), (field) => keyedUsers.add(field.slice(0, field.indexOf(':'))), full)) &&
-      (await scanAll((c) => redis.zscan(waitlist, c, 'COUNT', SNAPSHOT_STEP), (user) => waitingUsers.add(user), full));
-    // The lists grew past the cap during the walk: too large to hold, whatever the version.
-    if (!walked) return { version, tooLarge: true };
-    const after = await versionNow();
-    if (after === version) return { version, tooLarge: false, keyedUsers, waitingUsers };
-    version = after;
-  }
-  return null;
+export function admissionKeys(keys: KeySpace, voucherId: bigint, shard: number): string[] {
+  return [
+    keys.voucher(voucherId, shard),
+    keys.buyers(voucherId, shard),
+    keys.inflight(shard),
+    keys.orders(shard),
+    keys.waitlist(voucherId, shard),
+    keys.waitlistQuantities(voucherId, shard),
+  ];
 }
-
-export const soldOutSnapshots = (redis: RedisClient, keys: KeySpace): SoldOutSnapshots => ({
-  soldOutSnapshot: (voucherId, max) => readSoldOutSnapshot(redis, keys, voucherId, max),
-});
 
 export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionScripts {
   const admit = scriptCall(calls, 'admit');
@@ -210,16 +136,7 @@ export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionS
     let k = segments[shard];
     if (!k) {
       k = {
-        keys: [
-          keys.voucher(voucherId, shard),
-          keys.buyers(voucherId, shard),
-          keys.idempotency(voucherId, shard),
-          keys.inflight(shard),
-          keys.orders(shard),
-          keys.waitlist(voucherId, shard),
-          keys.waitlistQuantities(voucherId, shard),
-          keys.voucherBucket(voucherId, shard),
-        ],
+        keys: [...admissionKeys(keys, voucherId, shard), keys.idempotency(voucherId, shard), keys.voucherBucket(voucherId, shard)],
         id: voucherId.toString(),
       };
       segments[shard] = k;

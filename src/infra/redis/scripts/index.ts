@@ -2,7 +2,7 @@
 // the narrow part they need (e.g. Pick<Scripts, 'settle'>).
 import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
-import { type AdmissionScripts, admissionScripts, type SoldOutSnapshots, soldOutSnapshots } from './admission.js';
+import { type AdmissionScripts, admissionScripts } from './admission.js';
 import { commandOf, loadScripts } from './loader.js';
 import { type MoveScripts, moveScripts } from './moves.js';
 import { type PresenceScripts, presenceScripts } from './presence.js';
@@ -13,7 +13,7 @@ import { type VerificationScripts, verificationScripts } from './verification.js
 import { type VoucherStateScripts, voucherStateScripts } from './voucher-state.js';
 import { type WorkerIdScripts, workerIdScripts } from './worker-ids.js';
 
-export type Scripts = AdmissionScripts & SoldOutSnapshots & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts & VerificationScripts & PresenceScripts & QueueScripts;
+export type Scripts = AdmissionScripts & VoucherStateScripts & WorkerIdScripts & SettleScripts & ReconcileScripts & MoveScripts & VerificationScripts & PresenceScripts & QueueScripts;
 
 /**
  * Script commands whose callers batch already (client.ts leaves them out of auto-pipelining).
@@ -27,7 +27,6 @@ export function createScripts(redis: RedisClient, keys: KeySpace): Scripts {
   const calls = loadScripts(redis);
   return {
     ...admissionScripts(calls, keys),
-    ...soldOutSnapshots(redis, keys),
     ...voucherStateScripts(calls, keys),
     ...workerIdScripts(calls, keys),
     ...settleScripts(calls, keys),

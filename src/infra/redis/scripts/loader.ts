@@ -1,9 +1,10 @@
 // Loads the Lua scripts of ../lua: each file is `name-<numKeys>.lua` (`name-n.lua`: the number of
-// keys varies and is given per call). A line `--! include lib/x.lua` is replaced by that file,
-// each library at most once per script however often it is named (libraries may include others),
-// so scripts share code without sharing a call. The sources are read and resolved once per
-// process; ioredis' defineCommand then sends EVALSHA and falls back to EVAL when the server
-// answers NOSCRIPT (script cache flushed, failover to a replica that never saw the script).
+// keys varies and is given per call; a name may have several words: `lease-end-2.lua`). A line
+// `--! include lib/x.lua` is replaced by that file, each library at most once per script however
+// often it is named (libraries may include others), so scripts share code without sharing a call.
+// The sources are read and resolved once per process; ioredis' defineCommand then sends EVALSHA
+// and falls back to EVAL when the server answers NOSCRIPT (script cache flushed, failover to a
+// replica that never saw the script).
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RedisClient } from '../client.js';
@@ -22,7 +23,7 @@ interface ScriptSource {
 }
 
 /** The ioredis command of the script `name`. */
-export const commandOf = (name: string) => `sk_${name}`;
+export const commandOf = (name: string) => `sk_${name.replaceAll('-', '_')}`;
 
 function resolveIncludes(text: string, included: Set<string>): string {
   return text.replace(INCLUDE, (_, lib: string) => {
@@ -36,7 +37,7 @@ let sources: ScriptSource[] | null = null;
 
 function scriptSources(): ScriptSource[] {
   sources ??= readdirSync(LUA_DIR).flatMap((file) => {
-    const match = /^([a-z]+)-(\d+|n)\.lua$/.exec(file);
+    const match = /^([a-z]+(?:-[a-z]+)*)-(\d+|n)\.lua$/.exec(file);
     if (!match) return [];
     const [, name, keys] = match as unknown as [string, string, string];
     const lua = resolveIncludes(readFileSync(LUA_DIR + file, 'utf8'), new Set());

@@ -7,9 +7,9 @@ import type { RedisClient } from '../client.js';
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
-/** receive-2.lua's answer. */
-const Received = { ADDED: 1, BEFORE: 0, MISSING: -1 } as const;
-/** lend-2.lua's answer when the lender has no state. */
+/** receive-2.lua's answer, named as there. */
+const Received = { ADDED: 1, ADDED_BEFORE: 0, MISSING: -1 } as const;
+/** lend-2.lua's answer when the lender has no state (its MISSING). */
 const LENDER_MISSING = -1;
 
 export interface MoveScripts {

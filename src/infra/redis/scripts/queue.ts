@@ -1,6 +1,7 @@
 // A queue voucher's queue in Redis: queue-7.lua joins buyers or reads their state (a batch per
 // call), place-4.lua ends the writing of the draw's order.
 import type { KeySpace } from '../keys.js';
+import { AdmitCode } from './admission.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
 export type QueueState = 'prequeue' | 'waiting' | 'admitted' | 'closed';
@@ -26,7 +27,21 @@ export interface QueueStanding {
 
 export type QueueAnswer = { code: 'OK'; standing: QueueStanding } | { code: 'NOT_STARTED' | 'ENDED' | 'SOLD_OUT' | 'NOT_IN_QUEUE' };
 
-const REFUSALS = { 3: 'NOT_STARTED', 4: 'ENDED', 6: 'SOLD_OUT', 11: 'NOT_IN_QUEUE' } as const;
+/** queue-7.lua's code per buyer: SK_QUEUE in lua/lib/queue.lua, its refusals numbered as a claim's. */
+const QueueCode = {
+  IN_QUEUE: 0,
+  NOT_STARTED: AdmitCode.NOT_STARTED,
+  ENDED: AdmitCode.ENDED,
+  SOLD_OUT: AdmitCode.SOLD_OUT,
+  NOT_IN_QUEUE: 11,
+} as const;
+
+const REFUSALS = {
+  [QueueCode.NOT_STARTED]: 'NOT_STARTED',
+  [QueueCode.ENDED]: 'ENDED',
+  [QueueCode.SOLD_OUT]: 'SOLD_OUT',
+  [QueueCode.NOT_IN_QUEUE]: 'NOT_IN_QUEUE',
+} as const;
 
 export interface QueueWindow {
   voucherId: bigint;
@@ -53,12 +68,12 @@ export interface QueueScripts {
 }
 
 const orNull = (v: string | number) => (v === '' ? null : Number(v));
-/** Values per buyer in queue-7.lua's answer. */
+/** Values per buyer in queue-7.lua's answer (sk_queue_reply, lua/lib/queue.lua). */
 const WIDTH = 10;
 
 function answerAt(reply: (string | number)[], at: number): QueueAnswer {
   const code = Number(reply[at]);
-  if (code !== 0) return { code: REFUSALS[code as keyof typeof REFUSALS] ?? 'NOT_IN_QUEUE' };
+  if (code !== QueueCode.IN_QUEUE) return { code: REFUSALS[code as keyof typeof REFUSALS] ?? 'NOT_IN_QUEUE' };
   const [state, place, ahead, orderId, promote, openedAt, drawAdmitted, admitted, now] = reply.slice(at + 1, at + WIDTH);
   return {
     code: 'OK',

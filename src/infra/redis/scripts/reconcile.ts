@@ -1,8 +1,9 @@
 // Reconciliation and audit: inspect-3.lua reads the fixed-size part of a voucher segment's state
 // atomically (what grows with the sale is walked in steps: consistency/observe.ts); repair-2.lua,
-// requeue-2.lua and adopt-3.lua correct what reconciliation confirmed.
+// redeliver-2.lua and adopt-3.lua correct what reconciliation confirmed (answers: lua/lib/reconcile.lua).
 import type { KeySpace } from '../keys.js';
 import { type InflightOrder, inflightRecord } from '../records.js';
+import { inSteps, pairsOf } from '../walk.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
 /** A move of units from this segment to another not finished yet (segment-moves.ts). */
@@ -39,28 +40,25 @@ export interface ReconcileScripts {
   inspect(voucherId: bigint, shard?: number): Promise<SegmentHead | null>;
   /**
    * Adds the offsets to the segment's state built at `builtAt`; false when it was rebuilt since.
-   * Buyers' offsets go in calls of REPAIR_STEP buyers (each applied to the observed state or not at all).
+   * Buyers' offsets go in calls of REDIS_STEP buyers (each applied to the observed state or not at
+   * all), so the script's work stays under a millisecond however many counts drifted.
    */
   repair(voucherId: bigint, shard: number, builtAt: string, correction: Correction): Promise<boolean>;
   /** Appends a new stream entry for an in-flight order whose entry was lost. */
-  requeue(order: InflightOrder): Promise<boolean>;
+  redeliver(order: InflightOrder): Promise<boolean>;
   /** Gives a not-yet-stored stream entry its lost in-flight record back. */
   adopt(order: InflightOrder): Promise<boolean>;
 }
 
-/** Each script answers 1 when it changed something, 0 when it found nothing to change. */
+/** repair, redeliver and adopt answer SK_APPLIED when they changed something (lib/reconcile.lua). */
 const APPLIED = 1;
-/** inspect-3.lua's first value when the segment has no state. */
+/** inspect-3.lua's first value when the segment has no state (SK_ABSENT). */
 const ABSENT = 0;
-/** Buyers per repair call: the script's work stays under a millisecond however many counts drifted. */
-const REPAIR_STEP = 250;
-
-const pairsOf = (flat: string[]) => Array.from({ length: flat.length >> 1 }, (_, i) => [flat[2 * i]!, flat[2 * i + 1]!] as const);
 
 export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileScripts {
   const inspect = scriptCall(calls, 'inspect');
   const repair = scriptCall(calls, 'repair');
-  const requeue = scriptCall(calls, 'requeue');
+  const redeliver = scriptCall(calls, 'redeliver');
   const adopt = scriptCall(calls, 'adopt');
   const shardKeys = (shard: number) => [keys.inflight(shard), keys.orders(shard)];
   return {
@@ -75,7 +73,7 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
         builtAt,
         stock,
         inflightCounter,
-        lent: pairsOf(lent).map(([moveId, record]) => {
+        lent: [...pairsOf(lent)].map(([moveId, record]) => {
           const [toShard, units, ms] = record.split('|').map(Number) as [number, number, number];
           return { moveId, toShard, units, at: new Date(ms) };
         }),
@@ -84,15 +82,16 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
       };
     },
     async repair(voucherId, shard, builtAt, { stock, inflightCounter, buyers }) {
-      const pairs = [...buyers].flatMap(([user, offset]) => [user, offset]);
-      const call = (from: number, stockOffset: number, counterOffset: number) =>
-        repair(keys.voucher(voucherId, shard), keys.buyers(voucherId, shard), builtAt, stockOffset, counterOffset, ...pairs.slice(from, from + 2 * REPAIR_STEP));
-      if ((await call(0, stock, inflightCounter)) !== APPLIED) return false;
-      for (let i = 2 * REPAIR_STEP; i < pairs.length; i += 2 * REPAIR_STEP) if ((await call(i, 0, 0)) !== APPLIED) return false;
+      const call = async (step: [string, number][], stockOffset: number, counterOffset: number) =>
+        (await repair(keys.voucher(voucherId, shard), keys.buyers(voucherId, shard), builtAt, stockOffset, counterOffset, ...step.flat())) === APPLIED;
+      // The stock and counter offsets go with the first call (one with no buyers when none drifted).
+      const steps = [...inSteps([...buyers])];
+      if (!(await call(steps[0] ?? [], stock, inflightCounter))) return false;
+      for (const step of steps.slice(1)) if (!(await call(step, 0, 0))) return false;
       return true;
     },
-    async requeue(order) {
-      return (await requeue(...shardKeys(order.shard), order.orderId, inflightRecord(order))) === APPLIED;
+    async redeliver(order) {
+      return (await redeliver(...shardKeys(order.shard), order.orderId, inflightRecord(order))) === APPLIED;
     },
     async adopt(order) {
       const voucherKey = keys.voucher(BigInt(order.voucherId), order.shard);

@@ -14,7 +14,7 @@ export interface SettleInput extends OrderRef {
 }
 
 export const DEAD_LETTER_MAX_LEN = 100_000;
-/** settle-n.lua's flag for an order whose in-flight record this call removed. */
+/** settle-n.lua's flag for an order whose in-flight record this call removed (SETTLED_NOW). */
 const SETTLED_NOW = 1;
 
 export interface SettleScripts {

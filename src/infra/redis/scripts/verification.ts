@@ -16,7 +16,9 @@ export interface VerificationScripts {
   stampVerified(voucherId: bigint, shard: number, master: string): Promise<boolean>;
 }
 
+/** verify-1.lua's argument and answers, named as there. */
 const ASK = '';
+const VERIFIED = 1;
 const STAMPED = 1;
 
 export function verificationScripts(calls: ScriptCalls, keys: KeySpace): VerificationScripts {
@@ -24,7 +26,7 @@ export function verificationScripts(calls: ScriptCalls, keys: KeySpace): Verific
   return {
     async masterOf(voucherId, shard) {
       const [master, verified] = (await verify(keys.voucher(voucherId, shard), ASK)) as [string, number];
-      return { master, verified: verified === 1 };
+      return { master, verified: verified === VERIFIED };
     },
     async stampVerified(voucherId, shard, master) {
       return (await verify(keys.voucher(voucherId, shard), master)) === STAMPED;

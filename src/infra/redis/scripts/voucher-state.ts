@@ -1,6 +1,7 @@
 // A voucher's Redis state: warm-3.lua creates it (never over live state), restock-8.lua gives a
 // released order's units back once and promotes the waitlist's head for them.
 import type { KeySpace } from '../keys.js';
+import { admissionKeys } from './admission.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
 export interface WarmInput {
@@ -17,7 +18,7 @@ export interface WarmInput {
   waitlistCap: number;
 }
 
-/** warm-3.lua's answer. */
+/** warm-3.lua's answer, named as there. */
 const WarmCode = { CREATED: 1, EXISTED: 0 } as const;
 
 export interface RestockInput {
@@ -40,8 +41,8 @@ export interface Promotion {
   quantity: number;
 }
 
-/** restock-8.lua's first value. */
-const RestockCode = { RESTOCKED: 0, ALREADY: 1, MISSING: 2 } as const;
+/** restock-8.lua's first value, named as there. */
+const RestockCode = { RESTOCKED: 0, GIVEN_BACK_BEFORE: 1, MISSING: 2 } as const;
 
 export type RestockResult =
   | { kind: 'restocked'; promotions: Promotion[] }
@@ -78,13 +79,8 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
     },
     async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds, queue = false }) {
       const reply = (await restock(
-        keys.voucher(voucherId, shard),
-        keys.buyers(voucherId, shard),
+        ...admissionKeys(keys, voucherId, shard),
         keys.released(voucherId, shard),
-        keys.waitlist(voucherId, shard),
-        keys.waitlistQuantities(voucherId, shard),
-        keys.inflight(shard),
-        keys.orders(shard),
         keys.queueAdmitted(voucherId, shard),
         voucherId.toString(),
         orderId,
@@ -93,8 +89,9 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
         queue ? 1 : 0,
         ...promotionIds.map(String),
       )) as (number | string)[];
-      if (reply[0] === RestockCode.ALREADY) return { kind: 'already' };
+      if (reply[0] === RestockCode.GIVEN_BACK_BEFORE) return { kind: 'already' };
       if (reply[0] === RestockCode.MISSING) return { kind: 'missing' };
+      // After the code, three values per promotion: orderId, userId, quantity.
       const promotions: Promotion[] = [];
       for (let i = 1; i + 2 < reply.length; i += 3) {
         promotions.push({ orderId: String(reply[i]), userId: String(reply[i + 1]), quantity: Number(reply[i + 2]) });

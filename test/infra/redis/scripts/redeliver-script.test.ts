@@ -1,4 +1,4 @@
-// requeue-2.lua rebuilds a lost stream entry from the order's in-flight record: a waitlist
+// redeliver-2.lua rebuilds a lost stream entry from the order's in-flight record: a waitlist
 // promotion keeps its mark (lib/admission.lua), so the pipeline still writes its `promoted` event
 // when it stores the order.
 import assert from 'node:assert/strict';
@@ -7,13 +7,13 @@ import { createScripts } from '../../../../src/infra/redis/scripts/index.js';
 import { type InflightOrder, inflightRecord, isMalformed, parseEntry, parseInflight } from '../../../../src/infra/redis/records.js';
 import { testRedis } from '../../../support/helpers.js';
 
-const { redis, keys } = testRedis('requeue');
+const { redis, keys } = testRedis('redeliver');
 const scripts = createScripts(redis, keys);
 const shard = 1;
 
-async function requeueAndRead(order: InflightOrder) {
+async function redeliverAndRead(order: InflightOrder) {
   await redis.hset(keys.inflight(shard), order.orderId, inflightRecord(order));
-  assert.ok(await scripts.requeue(order));
+  assert.ok(await scripts.redeliver(order));
   const [newest] = (await redis.xrevrange(keys.orders(shard), '+', '-', 'COUNT', 1)) as [string, string[]][];
   const entry = parseEntry(shard, newest!, 1);
   assert.ok(!isMalformed(entry), JSON.stringify(newest));
@@ -21,11 +21,11 @@ async function requeueAndRead(order: InflightOrder) {
   return { entry, record, streamId: newest![0], fields: newest![1] };
 }
 
-describe('requeue of an order whose stream entry was lost', () => {
+describe('redelivery of an order whose stream entry was lost', () => {
   const order: InflightOrder = { orderId: '91', voucherId: '7', userId: '9', quantity: 2, createdAt: new Date(1_700_000_000_123), streamId: '1-1', shard, promoted: false };
 
   it('gives an ordinary order a new entry and points its record at it', async () => {
-    const { entry, record, streamId, fields } = await requeueAndRead(order);
+    const { entry, record, streamId, fields } = await redeliverAndRead(order);
     assert.deepEqual(fields, ['d', '91|7|9|2|1700000000123']);
     assert.deepEqual({ ...entry, deliveries: undefined }, { ...order, voucherId: 7n, streamId, deliveries: undefined });
     assert.deepEqual(record, { ...order, streamId });
@@ -33,7 +33,7 @@ describe('requeue of an order whose stream entry was lost', () => {
 
   it('keeps the mark of a waitlist promotion in the new entry and the record', async () => {
     const promoted = { ...order, orderId: '92', promoted: true };
-    const { entry, record, streamId, fields } = await requeueAndRead(promoted);
+    const { entry, record, streamId, fields } = await redeliverAndRead(promoted);
     assert.deepEqual(fields, ['d', '92|7|9|2|1700000000123|p']);
     assert.equal(!isMalformed(entry) && entry.promoted, true);
     assert.deepEqual(record, { ...promoted, streamId });
@@ -41,6 +41,6 @@ describe('requeue of an order whose stream entry was lost', () => {
 
   it('does nothing when the record changed since it was observed', async () => {
     await redis.hset(keys.inflight(shard), '93', 'something else');
-    assert.equal(await scripts.requeue({ ...order, orderId: '93' }), false);
+    assert.equal(await scripts.redeliver({ ...order, orderId: '93' }), false);
   });
 });
