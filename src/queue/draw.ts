@@ -15,7 +15,7 @@
 //  5. store the entrant list (it replaces the pre-queue's copy), then publish the seed.
 // Every step can run again: a draw that failed anywhere is run again by the next tick.
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { VoucherVerifier } from '../consistency/verification.js';
+import type { VoucherVerifier } from '../vouchers/verifier.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
