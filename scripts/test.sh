@@ -73,7 +73,7 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_c
 # tests but the demo's (their database work is the other files'), and the fault campaign's cells
 # (`npm run chaos` with CHAOS_DATABASE_SERVER=postgres://… runs them there).
 declare -A not_on_postgres=()
-for f in test/auth/tokens.test.ts test/config.test.ts test/consistency/claim-rates.test.ts test/ids/snowflake.test.ts \
+for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
   test/ops/grafana-dashboard.test.ts test/pipeline/stream-trim.test.ts test/vouchers/segment-placement.test.ts \
   test/faults/sentinel-failover.test.ts test/faults/sentinel-failover-memory.test.ts test/infra/redis/cluster.test.ts \

@@ -16,7 +16,7 @@
 // hears 503 UNAVAILABLE, never a 202 on state the database has not confirmed.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { VoucherVerifier } from '../consistency/verification.js';
+import type { VoucherVerifier } from '../vouchers/verifier.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { AdmitCode, type AdmitResult } from '../infra/redis/scripts/admission.js';

@@ -13,7 +13,7 @@ import { claimSeckillUseCase } from '../claims/seckill-claimer.js';
 import { createSoldOutCache } from '../claims/sold-out-cache.js';
 import { soldOutGate } from '../claims/sold-out-gate.js';
 import { claimInSqlUseCase } from '../claims/sql-claimer.js';
-import { voucherStatsUseCase } from '../consistency/stats.js';
+import { voucherStatsUseCase } from '../console/stats.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import { cancelOrderUseCase, payOrderUseCase } from '../lifecycle/order-actions.js';
 import { getOrderUseCase } from '../orders/get-order.js';

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
-import { createVoucherVerifier, type VoucherVerifier } from '../consistency/verification.js';
+import { createVoucherVerifier } from '../consistency/verification.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
 import { createDb, type Db, migrateDatabase } from '../infra/db/database.js';
 import { closeConnection, createRedis, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
@@ -25,6 +25,7 @@ import { createVoucherDirectory, type VoucherDirectory } from '../vouchers/direc
 import { createVoucherRedisState, type VoucherRedisState } from '../vouchers/redis-state.js';
 import { createVoucherRepository, type VoucherRepository } from '../vouchers/repository.js';
 import { createSegmentMoves, type SegmentMoves } from '../vouchers/segment-moves.js';
+import type { VoucherVerifier } from '../vouchers/verifier.js';
 import { createQueueClosing, type QueueClosing } from '../queue/closing.js';
 import { createQueue, type Queue } from '../queue/queue.js';
 import { createQueueRepository, type QueueRepository } from '../queue/repository.js';

@@ -13,11 +13,10 @@
 import type { Db } from '../infra/db/database.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import { cursorWalk, pairsOf, REDIS_STEP } from '../infra/redis/walk.js';
 
 /** Buyers per pass: about 0.1 s of short Redis steps and a few indexed reads. */
 export const BUYERS_PER_PASS = 10_000;
-/** Elements per HSCAN step, as observe.ts' walks. */
-const STEP = 250;
 
 /** Where a voucher's lap has got to. */
 interface Lap {
@@ -55,6 +54,20 @@ export interface BuyerSliceDeps {
   size?: number;
 }
 
+/**
+ * Adds to `users` those of about `share` buyer counts of the hash at `key`, from `cursor`; the
+ * cursor to go on from, null once the scan has come round.
+ */
+async function scanShare(redis: RedisClient, key: string, cursor: string, share: number, users: Set<string>): Promise<string | null> {
+  let seen = 0;
+  for await (const step of cursorWalk((at, count) => redis.hscan(key, at, 'COUNT', count), cursor)) {
+    for (const [user] of pairsOf(step.elements)) users.add(user);
+    if (step.cursor === '0') return null;
+    if ((seen += REDIS_STEP) >= share) return step.cursor;
+  }
+  return null;
+}
+
 export function createBuyerSlices({ db, redis, keys, size = BUYERS_PER_PASS }: BuyerSliceDeps): BuyerSlices {
   const laps = new Map<bigint, Lap>();
   const fresh = (shards: number[]): Lap => ({ scans: shards.map(() => '0'), after: null, paged: false, clean: true });
@@ -67,13 +80,8 @@ export function createBuyerSlices({ db, redis, keys, size = BUYERS_PER_PASS }: B
       const scans = [...lap.scans];
       const share = Math.ceil(size / 2 / shards.length);
       for (const [i, shard] of shards.entries()) {
-        let cursor = scans[i] ?? null;
-        for (let seen = 0; cursor !== null && seen < share; seen += STEP) {
-          const [next, flat] = await redis.hscan(keys.buyers(voucherId, shard), cursor, 'COUNT', STEP);
-          for (let j = 0; j < flat.length; j += 2) users.add(flat[j]!);
-          cursor = next === '0' ? null : next;
-        }
-        scans[i] = cursor;
+        const cursor = scans[i] ?? null;
+        if (cursor !== null) scans[i] = await scanShare(redis, keys.buyers(voucherId, shard), cursor, share, users);
       }
       let { after, paged } = lap;
       if (!paged) {

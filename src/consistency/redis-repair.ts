@@ -24,7 +24,9 @@ import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { BuyerSlices } from './buyer-slices.js';
-import { ALL_BUYERS, type BuyerScope, type CountDrift, countDrift, IN_CHUNK, type Observation, observeVoucher } from './observe.js';
+import { inChunks } from './in-chunks.js';
+import { type CountDrift, countDrift, type Observation, observeVoucher } from './observe.js';
+import { ALL_BUYERS, type BuyerScope } from './segment-window.js';
 import type { Drift } from './drift.js';
 
 /** An order stored this long ago whose in-flight record is still there lost its settlement. */
@@ -188,8 +190,7 @@ async function sight({ db, redis, keys }: RedisRepairDeps, o: Observation): Prom
   const recorded = new Set(o.redis.inflight.map((x) => x.orderId));
   const candidates = unacknowledged.filter((e) => !recorded.has(e.orderId));
   const storedIds = new Set<string>();
-  for (let i = 0; i < candidates.length; i += IN_CHUNK) {
-    const ids = candidates.slice(i, i + IN_CHUNK).map((c) => c.orderId);
+  for (const ids of inChunks(candidates.map((c) => c.orderId))) {
     for (const r of await db.selectFrom('orders').select('id').where('id', 'in', ids).execute()) storedIds.add(r.id);
   }
   return { observation: o, counts: countDrift(o), lostEntries, unsettled, orphanEntries: candidates.filter((c) => !storedIds.has(c.orderId)) };

@@ -1,24 +1,13 @@
+// The operations routes: a voucher's audit and its reconciliation on demand, beside the console's
+// routes (console/routes.ts).
 import { Type } from 'typebox';
-import type { Guards } from '../auth/guards.js';
-import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
+import { registerConsoleRoutes, type ConsoleRouteDeps } from '../console/routes.js';
 import { AppError } from '../errors.js';
+import { ANSWER, apiErrorAnswers, type App, IdParams } from '../http.js';
 import type { VoucherAudit } from './audit.js';
 import type { ReconcileOptions, ReconcileReport } from './reconciler.js';
-import type { VoucherStats } from './stats.js';
-import { createLive, type LiveDeps } from './live.js';
-import type { StreamSlots } from '../sse.js';
-import { createTickStreams, LIVE_INTERVAL_MS } from './live-stream.js';
 
 const Count = Type.Integer({ minimum: 0 });
-const StatsBody = Type.Object({
-  initialStock: Type.Integer(),
-  dbStock: Type.Integer(),
-  redisStock: Type.Union([Type.Integer(), Type.Null()]),
-  inFlight: Type.Integer(),
-  orders: Type.Object({ pending_payment: Count, paid: Count, cancelled: Count, expired: Count, failed: Count }),
-  waitlist: Count,
-  deadLetters: Count,
-});
 const ReportBody = Type.Object({
   voucherId: Type.String(),
   verified: Type.Boolean(),
@@ -43,28 +32,13 @@ const AuditRequest = Type.Object(
   { additionalProperties: false },
 );
 
-export interface ConsistencyRouteDeps {
-  guards: Guards;
-  voucherStats(voucherId: bigint): Promise<VoucherStats>;
+export interface ConsistencyRouteDeps extends ConsoleRouteDeps {
   reconcileVoucher(voucherId: bigint, options: ReconcileOptions): Promise<ReconcileReport>;
   /** `admitted`: order ids a client saw admitted; each must be stored (I3). */
   auditVoucher(voucherId: bigint, admitted?: string[]): Promise<VoucherAudit | null>;
-  /** What /metrics answers (this process, or the sum over a supervisor's): the live view's rates. */
-  metrics: { metrics(): Promise<string> };
-  lastReconciliation: LiveDeps['lastReconciliation'];
-  liveIntervalMs?: number;
-  /** The process's event-stream slots, shared with the order events. */
-  streamSlots: StreamSlots;
 }
 
-export function registerConsistencyRoutes(
-  app: App,
-  { guards, voucherStats, reconcileVoucher, auditVoucher, metrics, lastReconciliation, liveIntervalMs, streamSlots }: ConsistencyRouteDeps,
-) {
-  const streams = createTickStreams(streamSlots, liveIntervalMs ?? LIVE_INTERVAL_MS);
-  // An open stream would keep server.close() waiting for ever.
-  app.addHook('preClose', async () => streams.closeAll());
-
+function registerAuditRoutes(app: App, { guards, auditVoucher }: ConsistencyRouteDeps) {
   const audit = async (id: string, admitted?: string[]) => {
     const result = await auditVoucher(BigInt(id), admitted);
     if (!result) throw new AppError('VOUCHER_NOT_FOUND', `voucher ${id} not found`);
@@ -86,66 +60,25 @@ export function registerConsistencyRoutes(
   app.post('/api/vouchers/:id/audit', { onRequest: guards.admin, bodyLimit: 64 * 1024 * 1024, schema: auditPostSchema }, async (request) =>
     audit(request.params.id, request.body.admitted),
   );
+}
 
-  app.get(
-    '/api/vouchers/:id/stats',
-    {
-      onRequest: guards.admin,
-      schema: {
-        tags: ['operations'],
-        summary: 'Stock in both stores, orders by status, in-flight orders, waitlist and dead letters (admin)',
-        params: IdParams,
-        response: { 200: StatsBody, ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
-      },
-    },
-    async (request) => voucherStats(BigInt(request.params.id)),
+function registerReconcileRoute(app: App, { guards, reconcileVoucher }: ConsistencyRouteDeps) {
+  const schema = {
+    tags: ['operations'],
+    summary: 'Reconcile one voucher now: drift found and repaired (admin)',
+    description:
+      '`verified: false` means Redis kept changing during the comparison; counts were not judged this time. Stock and orders in flight are compared every time; buyer counts a slice of at most 10,000 per call, the next slice the next time (`buyers`), or all of them with `allBuyers=true`.',
+    params: IdParams,
+    querystring: ReconcileQuery,
+    response: { 200: ReportBody, ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
+  };
+  app.post('/api/vouchers/:id/reconcile', { onRequest: guards.admin, schema }, async (request) =>
+    reconcileVoucher(BigInt(request.params.id), { allBuyers: request.query.allBuyers }),
   );
-  app.post(
-    '/api/vouchers/:id/reconcile',
-    {
-      onRequest: guards.admin,
-      schema: {
-        tags: ['operations'],
-        summary: 'Reconcile one voucher now: drift found and repaired (admin)',
-        description:
-          '`verified: false` means Redis kept changing during the comparison; counts were not judged this time. Stock and orders in flight are compared every time; buyer counts a slice of at most 10,000 per call, the next slice the next time (`buyers`), or all of them with `allBuyers=true`.',
-        params: IdParams,
-        querystring: ReconcileQuery,
-        response: { 200: ReportBody, ...apiErrorAnswers({ ...ANSWER.body, ...ANSWER.admin, ...ANSWER.voucherNotFound }) },
-      },
-    },
-    async (request) => reconcileVoucher(BigInt(request.params.id), { allBuyers: request.query.allBuyers }),
-  );
+}
 
-  app.get(
-    '/api/vouchers/:id/live',
-    {
-      onRequest: guards.admin,
-      schema: {
-        tags: ['operations'],
-        summary: 'The operator console\'s live view of one voucher: server-sent events, one snapshot a second (admin)',
-        description:
-          '`text/event-stream` of `event: snapshot` with data {at, stats (as GET /stats), claimsPerSecond: {outcome: n} ' +
-          '(all vouchers, from seckill_claims_total of /metrics), admissionsPerSecond (this voucher, from the stores), ' +
-          'audit?: {ok, failed: [{name, problem}], at} (on the first snapshot and every 10th)}; `event: error` with ' +
-          '{code, message} when a snapshot failed (the stream goes on); `event: token-expired` and the end when your token expires. ' +
-          'Unknown voucher: 404 before the stream starts; past the stream caps (SSE_MAX_PER_USER, SSE_MAX_STREAMS): 429 TOO_MANY_STREAMS.',
-        params: IdParams,
-        querystring: Type.Object({}, { additionalProperties: false }),
-        response: {
-          200: { description: 'a text/event-stream, until you leave or your token expires', content: { 'text/event-stream': { schema: Type.String() } } },
-          ...apiErrorAnswers({ ...ANSWER.badInput, ...ANSWER.admin, ...ANSWER.voucherNotFound, ...ANSWER.streams }),
-        },
-      },
-    },
-    async (request, reply) => {
-      const next = createLive(BigInt(request.params.id), {
-        voucherStats,
-        auditVoucher: (id) => auditVoucher(id),
-        metricsText: () => metrics.metrics(),
-        lastReconciliation,
-      });
-      await streams.open(request, reply, next);
-    },
-  );
+export function registerConsistencyRoutes(app: App, deps: ConsistencyRouteDeps) {
+  registerAuditRoutes(app, deps);
+  registerConsoleRoutes(app, deps);
+  registerReconcileRoute(app, deps);
 }

@@ -22,6 +22,7 @@ import type { VerificationScripts } from '../infra/redis/scripts/verification.js
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { kindsWhere } from '../vouchers/kinds.js';
 import { segmentShards } from '../vouchers/segments.js';
+import type { VoucherVerifier } from '../vouchers/verifier.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { Reconciler } from './reconciler.js';
 
@@ -29,13 +30,6 @@ import type { Reconciler } from './reconciler.js';
 const GIVE_UP_MS = 30_000;
 /** Pause between two attempts (the lock was taken, or the database kept changing while compared). */
 const RETRY_MS = 50;
-
-export interface VoucherVerifier {
-  /** Resolves true once every segment of the voucher is verified on the master that holds it. */
-  verify(voucher: Voucher): Promise<boolean>;
-  /** Verifies every seckill voucher whose sale has not ended; resolves to how many were. */
-  verifyLive(): Promise<number>;
-}
 
 export interface VerifierDeps {
   db: Db;

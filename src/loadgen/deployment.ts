@@ -3,7 +3,7 @@
 import type { VoucherAudit } from '../consistency/audit.js';
 import { JsonClient, type JsonResponse } from './http-client.js';
 import type { VoucherKind } from '../infra/db/types.js';
-import type { VoucherStats } from '../consistency/stats.js';
+import type { VoucherStats } from '../console/stats.js';
 import type { QueueSummary } from '../queue/queue.js';
 
 // The admin and public routes answer with these shapes as JSON (all numbers and strings, no bigint).

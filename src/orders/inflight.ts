@@ -1,14 +1,12 @@
 // In-flight orders: admitted in Redis, not yet stored in the database. The admit script writes
 // one record per order into its shard's hash and one entry into its shard's stream; the order
 // pipeline removes the record and acknowledges the entry once stored. Everything here reads in
-// steps of STEP elements, one command each: the hash and the stream grow with a sale's backlog,
-// and one command that read them whole would hold Redis for every claim meanwhile.
+// steps of REDIS_STEP elements, one command each: the hash and the stream grow with a sale's
+// backlog, and one command that read them whole would hold Redis for every claim meanwhile.
 import type { RedisClient } from '../infra/redis/client.js';
 import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import { type InflightOrder, inflightOfEntry, isMalformed, type OrderEntry, parseEntry, parseInflight, type RawEntry } from '../infra/redis/records.js';
-
-/** Elements per command (an HSCAN step of 250 costs Redis about 0.3 ms). */
-const STEP = 250;
+import { cursorWalk, pairsOf, REDIS_STEP } from '../infra/redis/walk.js';
 
 export interface InflightReader {
   /** Looks the order up on every shard (the id does not say which one). */
@@ -26,34 +24,34 @@ export interface InflightReader {
 
 const nextAfter = (id: string) => `(${id}`;
 
+/**
+ * Up to `limit` stream items (entries, pending entries) from `start`, read REDIS_STEP at a time:
+ * each step goes on after the last id the one before returned.
+ */
+async function inIdSteps<T extends [string, ...unknown[]]>(read: (start: string, count: number) => Promise<T[]>, start: string, limit: number): Promise<T[]> {
+  const out: T[] = [];
+  while (out.length < limit) {
+    const step = await read(start, Math.min(REDIS_STEP, limit - out.length));
+    out.push(...step);
+    if (step.length < REDIS_STEP) break;
+    start = nextAfter(step[step.length - 1]![0]);
+  }
+  return out;
+}
+
 export function createInflightReader(redis: RedisClient, keys: KeySpace): InflightReader {
   /** The voucher's well-formed entries among `raw`. */
   const entriesOf = (voucherId: bigint, shard: number, raw: RawEntry[]) =>
     raw.map((r) => parseEntry(shard, r, 1)).filter((e): e is OrderEntry => !isMalformed(e) && e.voucherId === voucherId);
 
   /** Stream entries from `start` (inclusive, or "(id" exclusive) up to `end`, at most `limit`. */
-  async function range(stream: string, start: string, end: string, limit: number): Promise<RawEntry[]> {
-    const out: RawEntry[] = [];
-    while (out.length < limit) {
-      const step = (await redis.xrange(stream, start, end, 'COUNT', Math.min(STEP, limit - out.length))) as RawEntry[];
-      out.push(...step);
-      if (step.length < STEP) break;
-      start = nextAfter(step[step.length - 1]![0]);
-    }
-    return out;
-  }
+  const range = (stream: string, start: string, end: string, limit: number) =>
+    inIdSteps((from, count) => redis.xrange(stream, from, end, 'COUNT', count) as Promise<RawEntry[]>, start, limit);
 
   /** Ids of the group's pending entries (delivered, not acknowledged), at most `limit`. */
   async function pendingIds(stream: string, group: string, limit: number): Promise<string[]> {
-    const ids: string[] = [];
-    let start = '-';
-    while (ids.length < limit) {
-      const step = (await redis.xpending(stream, group, start, '+', Math.min(STEP, limit - ids.length)).catch(() => [])) as [string, ...unknown[]][];
-      ids.push(...step.map(([id]) => id));
-      if (step.length < STEP) break;
-      start = nextAfter(step[step.length - 1]![0]);
-    }
-    return ids;
+    const read = (from: string, count: number) => redis.xpending(stream, group, from, '+', count).catch(() => []) as Promise<[string, ...unknown[]][]>;
+    return (await inIdSteps(read, '-', limit)).map(([id]) => id);
   }
 
   async function lastDelivered(stream: string, group: string): Promise<string> {
@@ -81,14 +79,9 @@ export function createInflightReader(redis: RedisClient, keys: KeySpace): Inflig
       // HSCAN may return an element twice (while the hash is resized): keyed by order id.
       const found = new Map<string, InflightOrder>();
       for (const shard of shards) {
-        let cursor = '0';
-        do {
-          const [next, entries] = await redis.hscan(keys.inflight(shard), cursor, 'COUNT', STEP);
-          cursor = next;
-          for (let i = 0; i + 1 < entries.length; i += 2) {
-            if (entries[i + 1]!.startsWith(want)) found.set(entries[i]!, parseInflight(entries[i]!, entries[i + 1]!, shard));
-          }
-        } while (cursor !== '0');
+        for await (const { elements } of cursorWalk((cursor, count) => redis.hscan(keys.inflight(shard), cursor, 'COUNT', count))) {
+          for (const [orderId, record] of pairsOf(elements)) if (record.startsWith(want)) found.set(orderId, parseInflight(orderId, record, shard));
+        }
       }
       return [...found.values()];
     },

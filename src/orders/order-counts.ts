@@ -1,5 +1,5 @@
 // Each voucher's orders by status, kept in the transactions that store orders or change their
-// status, so reading them costs the same at ten orders or ten million (consistency/stats.ts).
+// status, so reading them costs the same at ten orders or ten million (console/stats.ts).
 //
 // A count is the sum of its rows over slots. Writers that hold the voucher's row lock anyway (the
 // pipeline, SQL claims, releases) add to slot 0, which that lock already serialises. Writers that

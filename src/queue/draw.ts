@@ -14,7 +14,7 @@
 //     units left or coming back go to the next places (restock-8.lua);
 //  5. store the entrant list (it replaces the pre-queue's copy), then publish the seed.
 // Every step can run again: a draw that failed anywhere is run again by the next tick.
-import type { VoucherVerifier } from '../consistency/verification.js';
+import type { VoucherVerifier } from '../vouchers/verifier.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type KyselyPlugin, Migrator, sql } from 'kysely';
-import { voucherStatsUseCase } from '../../src/consistency/stats.js';
+import { voucherStatsUseCase } from '../../src/console/stats.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
 import { migrations } from '../../src/infra/db/migrations/index.js';
 import { ORDER_STATUSES, type StoredOrderStatus } from '../../src/infra/db/types.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CompiledQuery, type DatabaseConnection, sql } from 'kysely';
 import { createReconciler } from '../../../src/consistency/reconciler.js';
-import { voucherStatsUseCase } from '../../../src/consistency/stats.js';
+import { voucherStatsUseCase } from '../../../src/console/stats.js';
 import { createAmqpPublisher } from '../../../src/events/amqp-publisher.js';
 import { EventRelay } from '../../../src/events/event-relay.js';
 import { createDb, type Db } from '../../../src/infra/db/database.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween } from '../../src/consistency/claim-rates.js';
+import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween } from '../../src/console/claim-rates.js';
 
 describe('claim rates from the metrics text', () => {
   it('reads seckill_claims_total by outcome and nothing else', () => {

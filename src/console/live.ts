@@ -3,21 +3,33 @@
 // this voucher's admissions per second (from the stores: orders plus in-flight, so every instance
 // counts) and, every few seconds, the audit's verdict. One Live per open stream: it keeps the
 // previous reading to turn counters into rates.
-import type { VoucherAudit } from './audit.js';
 import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween } from './claim-rates.js';
-import type { ReconcileReport } from './reconciler.js';
 import type { VoucherStats } from './stats.js';
 
 /** The audit reads more than the stats: it runs on the first snapshot, then every this many. */
 export const AUDIT_EVERY = 10;
 
+/** What the view shows of an audit (consistency/audit.ts): its verdict and each check's first problem. */
+export interface AuditShown {
+  ok: boolean;
+  checks: { name: string; ok: boolean; problems: string[] }[];
+}
+
+/** What the view shows of a reconciliation (consistency/reconciler.ts' report, with when it ran). */
+export interface ReconciliationShown {
+  at: string;
+  verified: boolean;
+  repaired: number;
+  drift: { kind: string; detail: string; repaired: boolean }[];
+}
+
 export interface LiveDeps {
   voucherStats(voucherId: bigint): Promise<VoucherStats>;
-  auditVoucher(voucherId: bigint): Promise<VoucherAudit | null>;
+  auditVoucher(voucherId: bigint): Promise<AuditShown | null>;
   /** Prometheus text of /metrics. */
   metricsText(): Promise<string>;
   /** The voucher's last reconciliation (any instance's), or null. */
-  lastReconciliation(voucherId: bigint): Promise<(ReconcileReport & { at: string }) | null>;
+  lastReconciliation(voucherId: bigint): Promise<ReconciliationShown | null>;
   now?: () => number;
 }
 
@@ -45,7 +57,7 @@ export interface LiveSnapshot {
   audit?: AuditVerdict;
 }
 
-export function auditVerdict(audit: VoucherAudit, at: Date): AuditVerdict {
+export function auditVerdict(audit: AuditShown, at: Date): AuditVerdict {
   return {
     ok: audit.ok,
     failed: audit.checks.filter((c) => !c.ok).map((c) => ({ name: c.name, problem: c.problems[0] ?? '' })),

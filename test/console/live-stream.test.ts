@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppError } from '../../src/errors.js';
-import { createTickStreams } from '../../src/consistency/live-stream.js';
+import { createTickStreams } from '../../src/console/live-stream.js';
 import { createStreamSlots } from '../../src/sse.js';
 import { connect, sseApp } from '../support/sse.js';
 import { waitFor } from '../support/wait.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
-import { type VoucherStats, voucherStatsUseCase } from '../../src/consistency/stats.js';
+import { type VoucherStats, voucherStatsUseCase } from '../../src/console/stats.js';
 import { createDb } from '../../src/infra/db/database.js';
 import { burst, createVoucher, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
