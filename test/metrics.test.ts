@@ -4,7 +4,7 @@ import { claimOutcomeClass, createMetrics } from '../src/metrics.js';
 import { CONSUMER_GROUP, streamBacklog } from '../src/pipeline/maintenance.js';
 import { burst, createVoucher, range, startTestApp } from './support/helpers.js';
 import { waitForDrain } from './support/invariants.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 /** The value of one sample line of /metrics (`name{labels} value`), or undefined. */
 function sample(text: string, line: string): number | undefined {

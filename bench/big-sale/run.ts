@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
 
 const { values: flags } = parseArgs({
   options: {

@@ -25,7 +25,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
 
 const run = promisify(execFile);
 const TOPOLOGY = fileURLToPath(new URL('../../scripts/redis-topology.sh', import.meta.url));

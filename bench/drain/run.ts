@@ -16,6 +16,7 @@ import { pino } from 'pino';
 import { loadConfig, settings } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { type Durability, type Machine, readDurability, readMachine } from './probes.js';
 import {
   benchExchange,
@@ -186,7 +187,7 @@ async function main(): Promise<void> {
     try {
       return await fn(c);
     } finally {
-      await deleteKeys(c);
+      await deleteKeys(c.redis, c.keys.pattern());
       await c.close();
     }
   };
@@ -288,19 +289,10 @@ async function main(): Promise<void> {
     const failed = report.rounds.some((r) => ROWS.some((row) => r[row]?.ok === false));
     process.exitCode = failed ? 1 : 0;
   } finally {
-    await deleteKeys(base);
+    await deleteKeys(base.redis, base.keys.pattern());
     await base.close();
     await dropDatabase(databaseUrl);
   }
-}
-
-async function deleteKeys(c: Container): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await c.redis.scan(cursor, 'MATCH', c.keys.pattern(), 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await c.redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 function render(r: Report): string {

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { cpuMeter, readDurability, readMachine } from '../drain/probes.js';
 
 // Time to insert the orders before the first deadline (about 55 µs an order here, doubled).
@@ -150,12 +151,7 @@ async function main() {
     process.exitCode = problems.length || (late.at(-1) ?? Infinity) > TARGET_MS ? 1 : 0;
   } finally {
     for (const c of others) await c.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await base.redis.scan(cursor, 'MATCH', base.keys.pattern(), 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await base.redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(base.redis, base.keys.pattern());
     await base.close();
     await dropDatabase(databaseUrl);
   }

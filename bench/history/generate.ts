@@ -17,7 +17,7 @@ import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/composition/core.js';
 import { createDb, migrateDatabase } from '../../src/infra/db/database.js';
 import { kindOf } from '../../src/vouchers/kinds.js';
-import { startPrivateRedis } from '../../test/support/private-redis.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
 import { createLoader, nullable, timeText } from './load.js';
 import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, type PrivateServer, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
 import { activeUnits, buyersOf, holds, initialStock, OrderIds, ordersOf, planYear, quantityOf, statusOf, type Year } from './year.js';

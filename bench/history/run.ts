@@ -12,7 +12,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createDb, dropDatabase } from '../../src/infra/db/database.js';
-import { startPrivateRedis } from '../../test/support/private-redis.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
 import { assertFreshName, checkYear, generateYear } from './generate.js';
 import { describeStore, type Figures, measureStore, type Sizes, type StoreRef } from './measure.js';
 import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';

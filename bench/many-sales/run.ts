@@ -29,6 +29,7 @@ import { driveLoad } from '../../src/loadgen/driver.js';
 import { costMeter } from './costs.js';
 import { expectedSpread, type ShardSpread, shardSpread } from './spread.js';
 import { checkSale, type SaleVoucher, type Verdict, waitStored } from './stores.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -288,15 +289,6 @@ async function main() {
     say(`raw output: ${file}`);
   }
   if (sales.some((s) => !s.verdict.ok)) process.exitCode = 1;
-}
-
-async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
 }
 
 await main();

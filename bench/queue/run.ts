@@ -17,7 +17,8 @@ import { createInterface } from 'node:readline';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TARGET_DRAW_MS = 2_000;
@@ -213,12 +214,7 @@ try {
     await new Promise((r) => child.once('exit', r));
   }
   const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${name}:*`, 'COUNT', 1000);
-    cursor = nextCursor;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeys(redis, `${name}:*`);
   redis.disconnect();
   await dropDatabase(env.DATABASE_URL);
 }

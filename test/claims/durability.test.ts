@@ -10,8 +10,8 @@ import { createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { claim, createVoucher, startTestApp, testEnv } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
-import { startPrivateRedis, startReplicatedRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis, startReplicatedRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('admission durability', () => {
   it('when ADMIT_DURABILITY=fsync and Redis does not fsync its append-only file, then start-up fails naming both settings', async (ctx) => {

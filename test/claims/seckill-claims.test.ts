@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { describe, it } from 'node:test';
 import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 // Several tests here send one buyer's claims many at once; the per-buyer token bucket (on by
 // default, test/claims/token-buckets.test.ts) would answer most of them 429.

@@ -11,7 +11,7 @@ import type { Container } from '../../src/container.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import { createReleases } from '../../src/lifecycle/releases.js';
 import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Long enough that only an announcement (pub/sub) can clear a flag within a second.

@@ -5,7 +5,7 @@ import type { Container } from '../../src/container.js';
 import type { OrderEvent } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const LOCK_TTL_MS = 300;
 

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { BenchRun } from '../../src/loadgen/bench.js';
 import { createVoucher, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
+import { runSeckill } from '../../support/processes.js';
 
 interface Outcome {
   exitCode: number;

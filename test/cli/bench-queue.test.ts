@@ -12,7 +12,7 @@ import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { runQueueBench } from '../../src/loadgen/queue-drop.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { createVoucher, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
+import { runSeckill } from '../../support/processes.js';
 import { createQueueVoucher, publicGet } from '../queue/support.js';
 
 interface Outcome {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { type Finished, runSeckill } from '../support/processes.js';
+import { type Finished, runSeckill } from '../../support/processes.js';
 
 const t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
 await t.c.startWorkers();

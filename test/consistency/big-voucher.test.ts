@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { inflightRecord } from '../../src/infra/redis/records.js';
 import { ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
-import { startPrivateRedis } from '../support/private-redis.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
 
 const STORED = 60_000;
 const IN_FLIGHT = 2_000;

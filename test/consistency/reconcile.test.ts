@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ReconcileReport } from '../../src/consistency/reconciler.js';
-import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Drift injected by hand into a live system, repaired by reconciliation within two runs; the

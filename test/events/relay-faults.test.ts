@@ -7,8 +7,8 @@ import { burst, claim, createVoucher, orderAction, range, startTestApp } from '.
 import { waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
 import { AmqpProxy } from '../support/amqp-proxy.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 // The app writes events (EVENTS_AMQP_URL set) but runs no relay of its own: each test starts the
 // relays it needs, with their own broker connections.

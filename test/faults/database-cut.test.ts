@@ -7,8 +7,8 @@ import { after, describe, it } from 'node:test';
 import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 4_000;
 const CUT_MS = 10_500;

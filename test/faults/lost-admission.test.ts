@@ -6,8 +6,8 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('an admission lost with Redis', async () => {
   const redis = await startPrivateRedis();

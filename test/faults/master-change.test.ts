@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 // Kept on disk (AOF always) so the restart keeps the old state and gives the server a new
 // replication id, as a promotion does; the data epoch survives, so this is no data loss.

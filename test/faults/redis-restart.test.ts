@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createVoucher, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { type PrivateRedisOptions, startPrivateRedis } from '../support/private-redis.js';
+import { type PrivateRedisOptions, startPrivateRedis } from '../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 3_000;
 const BUYERS = 4_000;

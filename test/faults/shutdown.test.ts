@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createVoucher, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startSeckill } from '../support/processes.js';
+import { startSeckill } from '../../support/processes.js';
 import { httpClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 20_000;
 

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createReleases } from '../../src/lifecycle/releases.js';
-import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
 const t = await startTestApp('lifecycle', { EXPIRY_POLL_MS: '100' });

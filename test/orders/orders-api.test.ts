@@ -10,7 +10,7 @@ import { createEventStreams } from '../../src/orders/event-stream.js';
 import type { OrderEvent, UserEventListener } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, startTestApp } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const t = await startTestApp('orders-api');
 await t.app.listen({ port: 0, host: '127.0.0.1' });

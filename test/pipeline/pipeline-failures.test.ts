@@ -5,9 +5,9 @@ import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { CONSUMER_GROUP, ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
 import { burst, createVoucher, DATABASE_PORT, DATABASE_SERVER, databaseServerVia, range, startTestApp, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { type Running, startSeckill } from '../support/processes.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { type Running, startSeckill } from '../../support/processes.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 /** `seckill worker` on the test app's data; its errors show in the test output. */
 function startWorker(t: TestApp, name: string): Running {

@@ -11,7 +11,7 @@ import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, range, startSecondContainer, startTestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const t = await startTestApp('pipeline', { CLAIM_IDLE_MS: '1000', MAX_DELIVERIES: '2', PIPELINE_BATCH: '200' });
 

@@ -9,7 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { createDb } from '../../src/infra/db/database.js';
 import { PROBE_DEADLINE_MS, readinessCheck } from '../../src/readiness.js';
 import { DATABASE_PORT, startTestApp } from '../support/helpers.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 /** The probe's own deadline is the product's promise; this much more is the test machine's load. */
 const ANSWER_MARGIN_MS = 700;

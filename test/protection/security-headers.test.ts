@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 const SHOP = 'https://shop.example.com';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import type { App } from '../../src/http.js';
 import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
 import { connect, type SseClient } from '../support/sse.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const t = await startTestApp('streams', { SSE_MAX_PER_USER: '2', SSE_MAX_STREAMS: '3' });
 const slots = t.c.appDeps.orders.streamSlots;

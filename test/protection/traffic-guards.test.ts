@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const base = await startTestApp('guards');
 const voucher = await createVoucher(base);

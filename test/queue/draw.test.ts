@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { waitForDrain } from '../support/invariants.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';

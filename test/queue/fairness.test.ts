@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { createQueueVoucher, summary } from './support.js';
 
 const t = await startTestApp('queue-fairness');

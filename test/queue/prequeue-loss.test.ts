@@ -3,8 +3,9 @@
 // without persistence would) must not forget the buyers it had answered and copied.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { range, startTestApp, type TestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { waitForDrain } from '../support/invariants.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { range, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
-import { waitFor } from '../support/wait.js';
+import { runSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 import { drawOrder, rankOf, ranker } from '../../src/queue/draw-order.js';
 import { newSeed } from '../../src/vouchers/queue-seed.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';

@@ -5,10 +5,10 @@
 import type { TestContext } from 'node:test';
 import { createVoucher, startTestApp, type TestApp } from './helpers.js';
 import { waitForDrain } from './invariants.js';
-import { startSentinelTopology } from './private-redis.js';
+import { startSentinelTopology } from '../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, type Sale, startSale } from './sale.js';
 import { tolerateStrayRedisRejections } from './stray-rejections.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 2_000;
 const BUYERS = 3_000;

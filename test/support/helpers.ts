@@ -8,9 +8,9 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import type { App } from '../../src/http.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { isCluster, type RedisClient } from '../../src/infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Set by scripts/test.sh for its second pass: the apps of the tests run on this Redis Cluster. */
@@ -48,18 +48,6 @@ export function testEnv(label: string, overrides: Record<string, string> = {}, d
 
 export function testConfig(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER): Config {
   return loadConfig(testEnv(label, overrides, databaseServer));
-}
-
-/** Deletes the keys matching `pattern`, on every master of a cluster (one key per DEL: no CROSSSLOT). */
-export async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
-  for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      await Promise.all(keys.map((key) => node.del(key)));
-    } while (cursor !== '0');
-  }
 }
 
 /**

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
-import { claim, createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 import { injectClaims, startSale } from '../support/sale.js';
 

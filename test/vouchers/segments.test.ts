@@ -9,9 +9,9 @@ import { shardMasters } from '../../src/infra/redis/client.js';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
 import { claim, createVoucher, orderAction, startSecondInstance, startTestApp } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
-import { startClusterTopology } from '../support/private-redis.js';
+import { startClusterTopology } from '../../support/private-redis.js';
 import { injectClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('stock segments on a Redis Cluster', async () => {
   const cluster = await startClusterTopology();

@@ -6,7 +6,7 @@ import { createVoucherDirectory, GAP_TTL_MS } from '../../src/vouchers/directory
 import { createVoucherRepository } from '../../src/vouchers/repository.js';
 import type { Voucher } from '../../src/vouchers/voucher.js';
 import { createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const t = await startTestApp('unknown-ids');
 

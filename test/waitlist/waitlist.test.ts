@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { OrderEvent } from '../../src/orders/order-pubsub.js';
 import { claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 const t = await startTestApp('waitlist', { EXPIRY_POLL_MS: '100', WAITLIST_MAX: '4' });

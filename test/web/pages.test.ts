@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
 import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const t = await startTestApp('web-pages');
 await t.c.startWorkers();

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
-import { createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // No pipeline yet: the admission stays `processing` until the test loses it.

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
 import { orderAction, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { createQueueVoucher, join } from '../queue/support.js';
 

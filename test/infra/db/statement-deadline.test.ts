@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
 import { isDatabaseUnreachable } from '../../../src/infra/db/errors.js';
 import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp } from '../../support/helpers.js';
-import { TcpProxy } from '../../support/tcp-proxy.js';
+import { TcpProxy } from '../../../support/tcp-proxy.js';
 
 const DEADLINE_MS = 400;
 

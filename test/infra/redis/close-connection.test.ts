@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { closeConnection, createRedis, dedicatedConnection, dropConnection, redisReady } from '../../../src/infra/redis/connections.js';
 import type { RedisClient } from '../../../src/infra/redis/client.js';
 import { startSecondContainer, startTestApp } from '../../support/helpers.js';
-import { startPrivateRedis } from '../../support/private-redis.js';
-import { waitFor } from '../../support/wait.js';
+import { startPrivateRedis } from '../../../support/private-redis.js';
+import { waitFor } from '../../../support/wait.js';
 
 const settled = (p: Promise<unknown>) => p.then(() => 'answered', (err: Error) => `failed: ${err.message}`);
 const within = (ms: number, p: Promise<string>) => Promise.race([p, new Promise<string>((resolve) => setTimeout(() => resolve(`still pending after ${ms} ms`), ms))]);

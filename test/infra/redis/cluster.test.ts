@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createVoucher, orderAction, startTestApp } from '../../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../../support/invariants.js';
-import { startClusterTopology } from '../../support/private-redis.js';
+import { startClusterTopology } from '../../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, startSale } from '../../support/sale.js';
 import { tolerateStrayRedisRejections } from '../../support/stray-rejections.js';
-import { waitFor } from '../../support/wait.js';
+import { waitFor } from '../../../support/wait.js';
 
 describe('on a Redis Cluster', async () => {
   tolerateStrayRedisRejections(); // a killed master's slots move: MOVED replies nobody holds
