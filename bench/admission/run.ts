@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { machineBusyUs } from '../../src/loadgen/machine.js';
 import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
 import { type Command, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { median } from '../support/stats.js';
 
 /** Server CPU per admission over the bare endpoint's server CPU per request, same round. */
 const TARGET_CPU_RATIO = 1.8;
@@ -332,12 +333,6 @@ function machine() {
     mariadb: version('mariadb', ['--version']),
   };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /**
  * Per scenario, the median of each figure over the undisturbed rounds (all rounds when every one

@@ -19,6 +19,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { freePorts } from '../../support/free-ports.js';
+import { percentile } from '../support/stats.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -106,11 +107,9 @@ interface BenchJson {
 
 // --- measurements ------------------------------------------------------------------------------
 
-const quantile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN);
 /** p50, p99 and max of latencies in ms. */
 function spread(samples: number[]): { p50Ms: number; p99Ms: number; maxMs: number } {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted[sorted.length - 1] ?? NaN };
+  return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99), maxMs: percentile(samples, 100) };
 }
 const answers503 = (r: BenchRunJson) => Object.entries(r.load.outcomes).filter(([k]) => k.startsWith('503')).reduce((n, [, c]) => n + c, 0);
 

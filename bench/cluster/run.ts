@@ -26,6 +26,7 @@ import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { freePorts } from '../../support/free-ports.js';
+import { median } from '../support/stats.js';
 
 const run = promisify(execFile);
 const TOPOLOGY = fileURLToPath(new URL('../../scripts/redis-topology.sh', import.meta.url));
@@ -289,7 +290,6 @@ for (let r = 0; r < ROUNDS; r++) {
   rounds.push(await oneRound());
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const shares = (m: Measured, pick: (c: Counters) => number) => {
   const total = m.perMaster.reduce((n, c) => n + pick(c), 0);
   return m.perMaster.map((c) => pick(c) / total);

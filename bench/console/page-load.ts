@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { createTokenService } from '../../src/auth/tokens.js';
+import { median } from '../support/stats.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -65,7 +66,6 @@ try {
         await rm(profile, { recursive: true, force: true });
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(`${page.name}: load ${median(loads).toFixed(0)} ms (max ${Math.max(...loads).toFixed(0)}), first live figure ${median(ready)} ms (max ${Math.max(...ready)}), ${LOADS} loads, fresh profile each`);
   }
 } finally {

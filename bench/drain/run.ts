@@ -31,6 +31,7 @@ import {
   type Verification,
   verifySale,
 } from './scenarios.js';
+import { median } from '../support/stats.js';
 
 const TARGET_OF_RAW = 0.5;
 const TARGET_OVER_ONE_PER_TX = 20;
@@ -153,11 +154,6 @@ interface Report {
   loadavgAfter: number[];
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {

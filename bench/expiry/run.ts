@@ -17,6 +17,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
 import { deleteKeys } from '../../support/redis-keys.js';
 import { cpuMeter, readDurability, readMachine } from '../drain/probes.js';
+import { percentile } from '../support/stats.js';
 
 // Time to insert the orders before the first deadline (about 55 µs an order here, doubled).
 const leadMs = (orders: number) => 3_000 + Math.ceil(orders * 0.11);
@@ -59,7 +60,6 @@ const configFor = (n: number) =>
     EXPIRY_POLL_MS: String(o.pollMs),
     CONSUMER_NAME: `bench-expiry-${process.pid}-${n}`,
   });
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /** Vouchers sold out to N distinct users whose orders are stored and unpaid, due in the window. */
 async function seed(c: Container): Promise<{ voucherIds: bigint[]; firstDue: number }> {

@@ -22,6 +22,7 @@ import { cpuMeter, type CpuSample } from '../drain/probes.js';
 import { drainWithPipeline, prefill, verifySale } from '../drain/scenarios.js';
 import { JWT_SECRET, startServer } from './server.js';
 import { LONG_BUYER } from './year.js';
+import { median, percentile } from '../support/stats.js';
 
 export interface StoreRef {
   label: 'empty' | 'year';
@@ -47,11 +48,6 @@ export interface Sizes {
 export type Figures = Record<string, number>;
 
 const DUE_LEAD_MS = 4_000;
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-};
-const median = (xs: number[]) => percentile(xs, 50);
 
 async function timed(n: number, call: () => Promise<{ status: number; body: unknown }>, expect = 200): Promise<number[]> {
   const ms: number[] = [];

@@ -16,6 +16,7 @@ import { startPrivateRedis } from '../../support/private-redis.js';
 import { assertFreshName, checkYear, generateYear } from './generate.js';
 import { describeStore, type Figures, measureStore, type Sizes, type StoreRef } from './measure.js';
 import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
+import { median } from '../support/stats.js';
 
 const { values: v } = parseArgs({
   options: {
@@ -84,11 +85,6 @@ const ROWS: [string, string, string, 'higher' | 'lower', string][] = [
   [`RSS with ${sizes.streams} event streams`, 'rssStreamsMiB', 'MiB', 'lower', ''],
 ];
 
-const median = (xs: number[]) => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const fmt = (n: number) => (Number.isNaN(n) ? 'failed' : Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en-US') : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2));
 
 function table(results: Record<'empty' | 'year', Figures[]>): string {

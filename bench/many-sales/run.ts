@@ -30,6 +30,7 @@ import { costMeter } from './costs.js';
 import { expectedSpread, type ShardSpread, shardSpread } from './spread.js';
 import { checkSale, type SaleVoucher, type Verdict, waitStored } from './stores.js';
 import { deleteKeys } from '../../support/redis-keys.js';
+import { median } from '../support/stats.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -171,10 +172,6 @@ async function sale(d: Deployment, kind: Kind, round: number, buyers: Credential
 
 // --- the report ----------------------------------------------------------------------------------
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const fmt = (x: number, digits = 0) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const markdown = (rows: string[][]) => rows.map((r, i) => `| ${r.join(' | ')} |${i === 0 ? `\n|${r.map((_, j) => (j === 0 ? ' --- ' : ' ---: ')).join('|')}|` : ''}`).join('\n');
