@@ -13,26 +13,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { freePorts } from '../../support/free-ports.js';
+import { integer, readFlags } from '../support/flags.js';
 import { percentile } from '../support/stats.js';
 
-const { values: flags } = parseArgs({
-  options: {
-    units: { type: 'string', default: '1000000' },
-    segments: { type: 'string', default: '1,4' },
-    connections: { type: 'string', default: '64' },
-    database: { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const UNITS = Number(flags.units);
-const SEGMENTS = flags.segments.split(',').map(Number);
-const CONNECTIONS = Number(flags.connections);
+const flags = readFlags({ units: 1_000_000, segments: '1,4', connections: 64, database: 'mysql://root@127.0.0.1:3306', json: false });
+const { units: UNITS, connections: CONNECTIONS } = flags;
+const SEGMENTS = flags.segments.split(',').map((k) => integer('segments', k, 1));
 const SMALL_UNITS = 10_000;
 /** The sale beside the big one: mostly sold-out answers, from few connections. */
 const BESIDE = { buyers: 100_000, connections: 4 };

@@ -8,7 +8,6 @@
 // BENCH_DATABASE_SERVER=postgres://…).
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
@@ -19,22 +18,14 @@ import { processCpuUs } from '../../src/loadgen/machine.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { freePorts } from '../../support/free-ports.js';
 import { deleteKeys } from '../../support/redis-keys.js';
+import { readFlags } from '../support/flags.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TARGET_DRAW_MS = 2_000;
 const note = (text: string) => process.stderr.write(`${text}\n`);
 
-const { values: v } = parseArgs({
-  options: {
-    buyers: { type: 'string', default: '100000' },
-    stock: { type: 'string', default: '1000' },
-    connections: { type: 'string', default: '64' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const BUYERS = Number(v.buyers);
-const STOCK = Number(v.stock);
-const CONNECTIONS = Number(v.connections);
+const v = readFlags({ buyers: 100_000, stock: 1_000, connections: 64, json: false });
+const { buyers: BUYERS, stock: STOCK, connections: CONNECTIONS } = v;
 /** Requests of each kind per turn, and of the warm-up. */
 const TURN = 10_000;
 const WARMUP = 5_000;
