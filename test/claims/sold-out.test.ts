@@ -41,6 +41,16 @@ async function untilCached(t: TestApp, voucherId: string, options: { idempotency
   });
 }
 
+/** A one-unit voucher bought by `user` (the order stored), whose sold-out flag `instance` has cached. */
+async function boughtOutCachedBy(instance: TestApp, user: number) {
+  const v = await createVoucher(a, { stock: 1 });
+  const bought = await claim(a, v.id, user);
+  assert.equal(bought.statusCode, 202);
+  await waitForDrain(a.c, v.id);
+  await untilCached(instance, v.id);
+  return { v, bought };
+}
+
 /**
  * MONITOR on a raw connection of its own, calling `onLine` with each command line Redis reports
  * (`+<time> [<db> <client address, or lua>] "command" "arg" ...`). Resolves once monitoring.
@@ -154,11 +164,7 @@ describe('sold-out fast path', () => {
   });
 
   it('when a buyer cancels, then another instance that had cached sold-out sells the unit again within a second', async () => {
-    const v = await createVoucher(a, { stock: 1 });
-    const bought = await claim(a, v.id, 30);
-    assert.equal(bought.statusCode, 202);
-    await waitForDrain(a.c, v.id);
-    await untilCached(b, v.id);
+    const { v, bought } = await boughtOutCachedBy(b, 30);
 
     const cancelled = await orderAction(a, 'cancel', bought.json().orderId, 30);
     assert.equal(cancelled.json().status, 'cancelled');
@@ -170,11 +176,7 @@ describe('sold-out fast path', () => {
   });
 
   it('when units come back without an announcement, then the flag still expires, the unit sells within a second, and its buyer can still retry', async () => {
-    const v = await createVoucher(a, { stock: 1 });
-    const bought = await claim(a, v.id, 40);
-    assert.equal(bought.statusCode, 202);
-    await waitForDrain(a.c, v.id);
-    await untilCached(short, v.id);
+    const { v, bought } = await boughtOutCachedBy(short, 40);
 
     // The release commits in SQL; its units reach Redis through scripts that announce nothing, as
     // a relay whose announcement is lost would give them back.
