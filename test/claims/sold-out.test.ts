@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import type { Container } from '../../src/container.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import { createReleases } from '../../src/lifecycle/releases.js';
-import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
 import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
@@ -19,9 +19,9 @@ const LONG_FLAG_MS = '10000';
 
 // a runs the order pipeline; its cancels give units back (and announce them). b is a second API
 // instance on the same data; short a third one whose flags expire after the default 500 ms.
-const a = await startTestApp('soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
-const b = await startSecondInstance(a);
-const short = await startSecondInstance(a, { SOLD_OUT_CACHE_MS: '500' });
+const a = await startTestApp(suiteScope(), 'soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
+const b = await startSecondInstance(suiteScope(), a);
+const short = await startSecondInstance(suiteScope(), a, { SOLD_OUT_CACHE_MS: '500' });
 await a.c.startPipeline();
 
 let nextUser = 10_000;

@@ -15,7 +15,7 @@ const STOCK = 20_000;
 
 describe('SIGTERM mid-load', () => {
   it('when serve is stopped under keep-alive load, then requests in flight are answered, none is reset, and every 202 is stored', { timeout: 120_000 }, async (ctx) => {
-    const t = await startTestApp('sigterm');
+    const t = await startTestApp(ctx, 'sigterm');
     const v = await createVoucher(t, { stock: STOCK });
     const serve = startSeckill(['serve', '--no-migrate'], { env: { ...t.env, PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' } });
     ctx.after(() => serve.stop('SIGKILL'));

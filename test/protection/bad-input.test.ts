@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSigner } from 'fast-jwt';
-import { claim, createVoucher, orderAction, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, orderAction, startTestApp, suiteScope } from '../support/helpers.js';
 import { keysMatching } from '../../support/redis-keys.js';
 
-const t = await startTestApp('bad_input');
+const t = await startTestApp(suiteScope(), 'bad_input');
 
 const MAX_ID = '9223372036854775807';
 const BAD_IDS = ['9223372036854775808', '18446744073709551616', '12345678901234567890', '0', '-1', '01', '1e3', ' 1', '1.0', 'abc'];

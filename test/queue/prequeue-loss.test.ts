@@ -3,7 +3,7 @@
 // without persistence would) must not forget the buyers it had answered and copied.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { range, startTestApp, type TestApp } from '../support/helpers.js';
+import { range, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
 import { deleteKeys } from '../../support/redis-keys.js';
 import { waitFor } from '../../support/wait.js';
 import { waitForDrain } from '../support/invariants.js';
@@ -11,7 +11,7 @@ import { drawOrder } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { createQueueVoucher, join, me, publicGet, summary } from './support.js';
 
-const t = await startTestApp('queue-lost');
+const t = await startTestApp(suiteScope(), 'queue-lost');
 await t.c.startPipeline();
 const runner = await t.c.startQueue();
 

@@ -23,7 +23,7 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   // The app's warnings and errors of the last moments go into a failure's message: a failover
   // that goes wrong under load shows what the service saw, not only the topology.
   const logs = recentLines(30, startedAt);
-  const t = await startTestApp(label, {
+  const t = await startTestApp(ctx, label, {
     REDIS_SENTINELS: topology.sentinels,
     REDIS_SENTINEL_NAME: topology.name,
     ADMIT_DURABILITY: durability,

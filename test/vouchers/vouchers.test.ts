@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('vouchers');
+const t = await startTestApp(suiteScope(), 'vouchers');
 
 const valid = () => ({
   title: 'Spring drop',

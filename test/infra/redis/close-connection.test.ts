@@ -59,12 +59,12 @@ describe('closing a connection while Redis is down', () => {
     await waitFor('the connection to end', () => conn.status === 'end', 2_000);
   });
 
-  it('when Redis dies under the running pipeline, then the workers and the whole instance still close', { timeout: 60_000 }, async () => {
+  it('when Redis dies under the running pipeline, then the workers and the whole instance still close', { timeout: 60_000 }, async (ctx) => {
     // The instance runs on a Redis of its own (the file's app, on the shared one, owns the database).
-    const first = await startTestApp('close-pipe');
+    const first = await startTestApp(ctx, 'close-pipe');
     const redis = await startPrivateRedis();
     after(() => redis.stop()); // after the instance: after hooks run in order
-    const c = await startSecondContainer(first, { REDIS_URL: redis.url, PIPELINE_LANES: '4' });
+    const c = await startSecondContainer(ctx, first, { REDIS_URL: redis.url, PIPELINE_LANES: '4' });
     await c.startWorkers();
     let refused = false;
     c.redis.on('error', (err: NodeJS.ErrnoException) => void (refused ||= err.code === 'ECONNREFUSED'));
