@@ -1,9 +1,9 @@
-// Buyers driven through a sale. Each buyer's claim is tried, and, as a careful client does, tried
-// again with the same Idempotency-Key after an answer that settles nothing (a 503, no answer)
-// until it is settled or the buyer runs out of tries or patience. Buyers come in a closed loop
-// (`concurrency` lanes, each starting the next buyer as soon as its last one is done: the most the
-// server takes) or an open one (`rate` a second, whatever the answers, at most `concurrency` at
-// once: a steady crowd while a fault comes and goes).
+// Buyers driven through a sale. Each buyer's request (a claim, a payment) is tried, and, as a
+// careful client does, tried again after an answer that settles nothing (a 503, no answer; a claim
+// with the same Idempotency-Key) until it is settled or the buyer runs out of tries or patience.
+// Buyers come in a closed loop (`concurrency` lanes, each starting the next buyer as soon as its
+// last one is done: the most the server takes) or an open one (`rate` a second, whatever the
+// answers, at most `concurrency` at once: a steady crowd while a fault comes and goes).
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -11,7 +11,7 @@ export interface BuyersOptions<B> {
   /** The next buyer, or undefined when no buyer is left. */
   next(): B | undefined;
   /**
-   * One try of `buyer`'s claim; resolves true when its outcome is settled, false to try again.
+   * One try of `buyer`'s request; resolves true when its outcome is settled, false to try again.
    * It records what it was answered: the driver keeps nothing.
    */
   attempt(buyer: B): Promise<boolean>;
@@ -23,7 +23,7 @@ export interface BuyersOptions<B> {
   durationMs?: number;
   /** Aborting stops starting buyers; those in flight finish. */
   signal?: AbortSignal;
-  /** Tries after the first one of an unsettled claim, at most (default none) … */
+  /** Tries after the first one of an unsettled request, at most (default none) … */
   retries?: number;
   /** … none later than this long after the buyer's first try (ms) … */
   patienceMs?: number;
