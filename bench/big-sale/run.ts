@@ -18,6 +18,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { freePorts } from '../../support/free-ports.js';
+import { waitFor } from '../../support/wait.js';
 import { integer, readFlags } from '../support/flags.js';
 import { percentile } from '../support/stats.js';
 
@@ -44,13 +45,8 @@ function started(child: ChildProcess, what: string): ChildProcess {
   return child;
 }
 
-async function until(what: string, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Polls `ready` (a failure counts as not yet) until it holds. */
+const until = (what: string, ready: () => Promise<boolean>, timeoutMs = 60_000) => waitFor(what, () => ready().catch(() => false), timeoutMs, 200);
 
 const stopped = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
