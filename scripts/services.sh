@@ -128,7 +128,7 @@ mkdir -p "$STATE_DIR"
 case "$cmd" in
   up)
     if redis_up; then log "redis: already answering on $REDIS_HOST:$REDIS_PORT"; else start_redis; fi
-    # Some tests start redis-servers of their own (test/support/private-redis.ts), even when one answers.
+    # Some tests start redis-servers of their own (support/private-redis.ts), even when one answers.
     command -v redis-server >/dev/null 2>&1 || install_packages redis-server
     if mariadb_up; then log "mariadb: already answering on $DB_HOST:$DB_PORT"; else start_mariadb; fi
     if postgres_up; then log "postgres: already answering on $PG_HOST:$PG_PORT"; else start_postgres; fi

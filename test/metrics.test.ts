@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { claimOutcomeClass, createMetrics } from '../src/metrics.js';
 import { CONSUMER_GROUP, streamBacklog } from '../src/pipeline/maintenance.js';
-import { burst, createVoucher, range, startTestApp } from './support/helpers.js';
+import { burst, createVoucher, range, startTestApp, suiteScope } from './support/helpers.js';
 import { waitForDrain } from './support/invariants.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 /** The value of one sample line of /metrics (`name{labels} value`), or undefined. */
 function sample(text: string, line: string): number | undefined {
@@ -13,7 +13,7 @@ function sample(text: string, line: string): number | undefined {
 }
 
 // A long block keeps the lane's last read (the first batch) as the reading while the test scrapes.
-const t = await startTestApp('metrics', { PIPELINE_BLOCK_MS: '20000', EXPIRY_POLL_MS: '100' });
+const t = await startTestApp(suiteScope(), 'metrics', { PIPELINE_BLOCK_MS: '20000', EXPIRY_POLL_MS: '100' });
 
 describe('metrics (unit)', () => {
   it('when claim answers are classed, then there are three outcome classes', () => {

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { PollLoop, type PollLoopOptions } from '../src/poll-loop.js';
 import { Backoff } from '../src/retry-backoff.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 /** Longer than any test: a round that waits the interval is never followed by another by itself. */
 const INTERVAL_MS = 60_000;

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { AppError } from '../src/errors.js';
 import { createSseStreams, createStreamSlots, type SseFeed, type SseSend } from '../src/sse.js';
 import { connect, sseApp } from './support/sse.js';
-import { waitFor } from './support/wait.js';
+import { waitFor } from '../support/wait.js';
 
 /** A feed the test drives: `send` once started, `stopped` once the writer stopped it. */
 function handFeed({ check, startFails, early = [] }: { check?: () => Promise<void>; startFails?: boolean; early?: [string, unknown][] } = {}) {

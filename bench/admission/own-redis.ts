@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
 import { DURABILITY_KNOBS, type DurabilityKnob } from './protocol.js';
 
 const run = promisify(execFile);

@@ -7,13 +7,14 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import { machineBusyUs } from '../../src/loadgen/machine.js';
+import { readFlags } from '../support/flags.js';
 import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
 import { type Command, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { median } from '../support/stats.js';
 
 /** Server CPU per admission over the bare endpoint's server CPU per request, same round. */
 const TARGET_CPU_RATIO = 1.8;
@@ -31,32 +32,13 @@ const OTHER_CORES_WARN = 0.2;
 const note = (text: string) => process.stderr.write(`${text}\n`); // stdout stays clean for --json
 
 function options() {
-  const { values: v } = parseArgs({
-    options: {
-      rounds: { type: 'string', default: '1' },
-      duration: { type: 'string', default: '10' },
-      connections: { type: 'string', default: '64' },
-      warmup: { type: 'string', default: '2' },
-      tokens: { type: 'string', default: '300000' },
-      scenarios: { type: 'string', default: 'bare,admission,soldout' },
-      profile: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
-  });
-  const int = (name: string, raw: string, min: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
-    return n;
-  };
+  const v = readFlags(
+    { rounds: 1, duration: 10, connections: 64, warmup: 2, tokens: 300_000, scenarios: 'bare,admission,soldout', profile: false, json: false },
+    { warmup: 0 },
+  );
   return {
-    rounds: int('rounds', v.rounds, 1),
-    duration: int('duration', v.duration, 1),
-    connections: int('connections', v.connections, 1),
-    warmup: int('warmup', v.warmup, 0),
-    tokens: int('tokens', v.tokens, 1),
+    ...v,
     scenarios: v.scenarios.split(',').map((s) => parseScenario(s.trim())),
-    profile: v.profile,
-    json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
     mysqlServer: process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306',
   };
@@ -332,12 +314,6 @@ function machine() {
     mariadb: version('mariadb', ['--version']),
   };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 /**
  * Per scenario, the median of each figure over the undisturbed rounds (all rounds when every one

@@ -17,6 +17,7 @@ import { dropDatabase } from '../../src/infra/db/database.js';
 import { createRedis, redisReady } from '../../src/infra/redis/connections.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { CLUSTER_PROCESSES, type Command, DURABILITY_KNOBS, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
 
 const PROFILE_DIR = fileURLToPath(new URL('./profiles/', import.meta.url));
@@ -82,12 +83,7 @@ async function appTarget(scenario: Scenario): Promise<Target> {
     const redis = createRedis(config, createLogger('silent'), 'bench-cleanup');
     try {
       await redisReady(redis, 10_000);
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${config.redisPrefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
+      await deleteKeys(redis, `${config.redisPrefix}:*`);
     } finally {
       await redis.quit();
     }

@@ -13,25 +13,18 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
+import { waitFor } from '../../support/wait.js';
+import { integer, readFlags } from '../support/flags.js';
+import { percentile } from '../support/stats.js';
 
-const { values: flags } = parseArgs({
-  options: {
-    units: { type: 'string', default: '1000000' },
-    segments: { type: 'string', default: '1,4' },
-    connections: { type: 'string', default: '64' },
-    database: { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const UNITS = Number(flags.units);
-const SEGMENTS = flags.segments.split(',').map(Number);
-const CONNECTIONS = Number(flags.connections);
+const flags = readFlags({ units: 1_000_000, segments: '1,4', connections: 64, database: 'mysql://root@127.0.0.1:3306', json: false });
+const { units: UNITS, connections: CONNECTIONS } = flags;
+const SEGMENTS = flags.segments.split(',').map((k) => integer('segments', k, 1));
 const SMALL_UNITS = 10_000;
 /** The sale beside the big one: mostly sold-out answers, from few connections. */
 const BESIDE = { buyers: 100_000, connections: 4 };
@@ -52,13 +45,8 @@ function started(child: ChildProcess, what: string): ChildProcess {
   return child;
 }
 
-async function until(what: string, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Polls `ready` (a failure counts as not yet) until it holds. */
+const until = (what: string, ready: () => Promise<boolean>, timeoutMs = 60_000) => waitFor(what, () => ready().catch(() => false), timeoutMs, 200);
 
 const stopped = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
@@ -106,11 +94,9 @@ interface BenchJson {
 
 // --- measurements ------------------------------------------------------------------------------
 
-const quantile = (sorted: number[], q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN);
 /** p50, p99 and max of latencies in ms. */
 function spread(samples: number[]): { p50Ms: number; p99Ms: number; maxMs: number } {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50Ms: quantile(sorted, 0.5), p99Ms: quantile(sorted, 0.99), maxMs: sorted[sorted.length - 1] ?? NaN };
+  return { p50Ms: percentile(samples, 50), p99Ms: percentile(samples, 99), maxMs: percentile(samples, 100) };
 }
 const answers503 = (r: BenchRunJson) => Object.entries(r.load.outcomes).filter(([k]) => k.startsWith('503')).reduce((n, [, c]) => n + c, 0);
 

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { createTokenService } from '../../src/auth/tokens.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { freePorts } from '../free-ports.js';
-import { type Running, runSeckill, start, startSeckill } from '../../test/support/processes.js';
-import { waitFor } from '../../test/support/wait.js';
+import { freePorts } from '../../support/free-ports.js';
+import { type Running, runSeckill, start, startSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 
 export const JWT_SECRET = 'chaos-campaign-secret-of-at-least-32-bytes';
 const tokens = createTokenService(JWT_SECRET);

@@ -5,8 +5,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT } from '../../test/support/processes.js';
-import { waitFor } from '../../test/support/wait.js';
+import { ROOT } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 
 const exec = promisify(execFile);
 const SCRIPT = join(ROOT, 'scripts/test-hosts.sh');

@@ -3,6 +3,8 @@
 // (503, 429, no answer) until it is settled or its patience runs out. Every attempt is recorded
 // with what it was answered; later the driver reads each acknowledged order back.
 import { Pool } from 'undici';
+import { driveBuyers } from '../../src/loadgen/buyers.js';
+import { httpClaims } from '../../src/loadgen/http-claims.js';
 import type { Recorder } from './history.js';
 import { buyerToken } from './engine.js';
 
@@ -33,78 +35,50 @@ export interface Load {
 }
 
 export function startLoad(o: LoadOptions): Load {
-  const timeoutMs = o.timeoutMs ?? 3_000;
-  const pause = o.retryPauseMs ?? 100;
-  const pools = o.origins.map((origin) => new Pool(origin, { connections: 64, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }));
-  let next = 0;
-  let buyers = 0;
-  let inFlight = 0;
-  const maxInFlight = o.maxInFlight ?? 256;
+  const claims = httpClaims({ origins: o.origins, voucherId: o.voucherId, token: buyerToken, connections: 64, timeoutMs: o.timeoutMs ?? 3_000 });
+  let attempts = 0;
 
-  async function attempt(user: string, key: string): Promise<boolean> {
-    const pool = pools[next++ % pools.length]!;
+  async function attempt(user: string): Promise<boolean> {
+    const key = `chaos-${user}`;
     const at = Date.now();
+    attempts++;
     let status: number | null = null;
     let code: string | null = null;
     let orderId: string | null = null;
     let waitlisted: boolean | undefined;
     try {
-      const res = await pool.request({
-        path: `/api/vouchers/${o.voucherId}/orders`,
-        method: 'POST',
-        headers: { authorization: `Bearer ${await buyerToken(user)}`, 'content-type': 'application/json', 'idempotency-key': key },
-        body: '{"quantity":1}',
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      const text = await res.body.text();
-      status = res.statusCode;
-      const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      const res = await claims.send(user, key);
+      status = res.status;
+      const body = res.body ? (JSON.parse(res.body) as Record<string, unknown>) : {};
       orderId = typeof body.orderId === 'string' ? body.orderId : null;
       code = typeof body.code === 'string' ? body.code : null;
       if (typeof body.waitlisted === 'boolean') waitlisted = body.waitlisted;
     } catch {
       status = null; // no answer (timeout, reset): unknown
     }
-    o.recorder.recordClaim({ id: `${user}:${at}:${next}`, at, voucherId: o.voucherId, userId: user, quantity: 1, idempotencyKey: key, status, code, orderId, waitlisted, doneAt: Date.now() });
+    o.recorder.recordClaim({ id: `${user}:${at}:${attempts}`, at, voucherId: o.voucherId, userId: user, quantity: 1, idempotencyKey: key, status, code, orderId, waitlisted, doneAt: Date.now() });
     return status !== null && SETTLES(status);
   }
 
-  async function buyer(user: string) {
-    const key = `chaos-${user}`;
-    const giveUpAt = Date.now() + o.patienceMs;
-    while (!(await attempt(user, key)) && Date.now() < giveUpAt) await new Promise((r) => setTimeout(r, pause));
-  }
-
-  const running = new Set<Promise<void>>();
-  const startedAt = Date.now();
-  let stopped = false;
-  const done = (async () => {
-    const intervalMs = 1_000 / o.rate;
-    while (!stopped && Date.now() - startedAt < o.durationMs) {
-      const due = Math.floor((Date.now() - startedAt) / intervalMs);
-      while (buyers < due && inFlight < maxInFlight) {
-        const user = String(o.firstUser + buyers++);
-        inFlight++;
-        const p = buyer(user).finally(() => {
-          inFlight--;
-          running.delete(p);
-        });
-        running.add(p);
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    await Promise.all(running);
-  })();
-
+  let arrived = 0;
+  const drive = driveBuyers({
+    next: () => String(o.firstUser + arrived++),
+    attempt,
+    rate: o.rate,
+    durationMs: o.durationMs,
+    concurrency: o.maxInFlight ?? 256,
+    retries: Infinity,
+    patienceMs: o.patienceMs,
+    retryPauseMs: o.retryPauseMs,
+  });
   return {
-    done,
+    done: drive.done,
     get buyers() {
-      return buyers;
+      return drive.started;
     },
     async close() {
-      stopped = true;
-      await done;
-      await Promise.all(pools.map((p) => p.close()));
+      await drive.stop();
+      await claims.close();
     },
   };
 }

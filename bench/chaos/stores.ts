@@ -6,6 +6,7 @@
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { keysMatching } from '../../support/redis-keys.js';
 
 export interface StoredVoucher {
   id: string;
@@ -144,18 +145,6 @@ async function readDatabase(sqlReader: SqlReader, ids: readonly string[]): Promi
   };
 }
 
-/** Every key matching `pattern` (SCAN, so a large keyspace is not blocked). */
-async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    found.push(...keys);
-  } while (cursor !== '0');
-  return found;
-}
-
 const globEscaped = (s: string) => s.replace(/[*?[\]\\]/g, '\\$&');
 const regexEscaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -172,7 +161,7 @@ async function readRedis(redisUrl: string, prefix: string, vouchers: readonly St
     const voucherKey = new RegExp(`^${regexEscaped(prefix)}:\\{s(\\d+)\\}:v:(\\d+)(:buyers)?$`);
     const result = new Map<string, RedisVoucher & { shards: Set<string> }>();
     for (const id of ids) result.set(id, { voucherId: id, stock: 0, buyers: {}, inflight: 0, shards: new Set() });
-    for (const key of await scanKeys(redis, `${globEscaped(prefix)}:{s*}:v:*`)) {
+    for (const key of await keysMatching(redis, `${globEscaped(prefix)}:{s*}:v:*`)) {
       const m = voucherKey.exec(key);
       const entry = m && wanted.has(m[2]!) ? result.get(m[2]!)! : null;
       if (!m || !entry) continue;
@@ -185,7 +174,7 @@ async function readRedis(redisUrl: string, prefix: string, vouchers: readonly St
       entry.shards.add(m[1]!);
       entry.stock = (entry.stock ?? 0) + Number(stock);
     }
-    for (const key of await scanKeys(redis, `${globEscaped(prefix)}:{s*}:inflight`)) {
+    for (const key of await keysMatching(redis, `${globEscaped(prefix)}:{s*}:inflight`)) {
       for (const record of Object.values(await redis.hgetall(key))) {
         const entry = result.get(record.split('|')[0]!);
         if (entry) entry.inflight += 1;

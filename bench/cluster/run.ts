@@ -18,40 +18,24 @@ import { existsSync, mkdirSync, mkdtempSync, rmdirSync, writeFileSync } from 'no
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
+import { readFlags } from '../support/flags.js';
+import { median } from '../support/stats.js';
 
 const run = promisify(execFile);
 const TOPOLOGY = fileURLToPath(new URL('../../scripts/redis-topology.sh', import.meta.url));
 const MYSQL_SERVER = process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
 
-const { values: flags } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '6' },
-    rate: { type: 'string', default: '2000' },
-    concurrency: { type: 'string', default: '128' },
-    vouchers: { type: 'string', default: '24' },
-    shards: { type: 'string', default: '48' },
-    capped: { type: 'string', default: '5' },
-    'capped-concurrency': { type: 'string', default: '512' },
-    rounds: { type: 'string', default: '1' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const SECONDS = Number(flags.seconds);
-const RATE = Number(flags.rate);
-const CONCURRENCY = Number(flags.concurrency);
-const VOUCHERS = Number(flags.vouchers);
-const SHARDS = Number(flags.shards);
-const ROUNDS = Number(flags.rounds);
-const CAPPED_PERCENT = Number(flags.capped);
-const CAPPED_CONCURRENCY = Number(flags['capped-concurrency']);
+const flags = readFlags({ seconds: 6, rate: 2000, concurrency: 128, vouchers: 24, shards: 48, capped: 5, 'capped-concurrency': 512, rounds: 1, json: false });
+const { seconds: SECONDS, rate: RATE, concurrency: CONCURRENCY, vouchers: VOUCHERS, shards: SHARDS, rounds: ROUNDS, capped: CAPPED_PERCENT } = flags;
+const CAPPED_CONCURRENCY = flags['capped-concurrency'];
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
 // --- topologies --------------------------------------------------------------------------------
@@ -289,7 +273,6 @@ for (let r = 0; r < ROUNDS; r++) {
   rounds.push(await oneRound());
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const shares = (m: Measured, pick: (c: Counters) => number) => {
   const total = m.perMaster.reduce((n, c) => n + pick(c), 0);
   return m.perMaster.map((c) => pick(c) / total);

@@ -10,15 +10,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { createTokenService } from '../../src/auth/tokens.js';
+import { readFlags } from '../support/flags.js';
+import { median } from '../support/stats.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'];
-const { values } = parseArgs({ options: { loads: { type: 'string', default: '5' } } });
-const LOADS = Number(values.loads);
+const { loads: LOADS } = readFlags({ loads: 5 });
 const secret = randomBytes(24).toString('base64url'); // this run's only
 
 const demo = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'demo', '--keep'], { cwd: ROOT, env: { ...process.env, JWT_SECRET: secret }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -65,7 +65,6 @@ try {
         await rm(profile, { recursive: true, force: true });
       }
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(`${page.name}: load ${median(loads).toFixed(0)} ms (max ${Math.max(...loads).toFixed(0)}), first live figure ${median(ready)} ms (max ${Math.max(...ready)}), ${LOADS} loads, fresh profile each`);
   }
 } finally {

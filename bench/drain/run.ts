@@ -11,11 +11,12 @@
 // --database for the local server of that kind.
 // See README.md in this directory for what the numbers mean.
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfig, settings } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { readFlags } from '../support/flags.js';
 import { type Durability, type Machine, readDurability, readMachine } from './probes.js';
 import {
   benchExchange,
@@ -30,6 +31,7 @@ import {
   type Verification,
   verifySale,
 } from './scenarios.js';
+import { median } from '../support/stats.js';
 
 const TARGET_OF_RAW = 0.5;
 const TARGET_OVER_ONE_PER_TX = 20;
@@ -68,57 +70,51 @@ interface Options {
   amqpUrl: string;
 }
 
-function whole(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got "${raw}"`);
-  return n;
-}
-
 function parseOptions(argv: string[]): Options {
-  const { values: v } = parseArgs({
-    args: argv,
-    options: {
-      orders: { type: 'string', default: '200000' },
-      'seed-orders': { type: 'string', default: '5000' },
-      'seed-count': { type: 'string', default: '10' },
-      vouchers: { type: 'string', default: '16' },
-      shards: { type: 'string', default: settings.shards.default },
-      lanes: { type: 'string', default: settings.pipelineLanes.default },
-      batch: { type: 'string', default: settings.pipelineBatch.default },
-      'raw-batch': { type: 'string', default: '500' },
-      cases: { type: 'string', default: DEFAULT_CASES },
-      rounds: { type: 'string', default: '1' },
-      workers: { type: 'string', default: '0' },
-      breakdown: { type: 'boolean', default: false },
-      profile: { type: 'boolean', default: false },
-      'events-batch': { type: 'string', default: settings.eventsBatch.default },
-      'relay-after': { type: 'boolean', default: false },
-      database: { type: 'string' },
-      json: { type: 'boolean', default: false },
+  const v = readFlags(
+    {
+      orders: 200_000,
+      'seed-orders': 5_000,
+      'seed-count': 10,
+      vouchers: 16,
+      shards: Number(settings.shards.default),
+      lanes: Number(settings.pipelineLanes.default),
+      batch: Number(settings.pipelineBatch.default),
+      'raw-batch': 500,
+      cases: DEFAULT_CASES,
+      rounds: 1,
+      workers: 0,
+      breakdown: false,
+      profile: false,
+      'events-batch': Number(settings.eventsBatch.default),
+      'relay-after': false,
+      database: null,
+      json: false,
     },
-    strict: true,
-  });
-  if (v.workers !== '0' && (v.breakdown || v.profile)) {
+    { workers: 0 },
+    argv,
+  );
+  if (v.workers !== 0 && (v.breakdown || v.profile)) {
     throw new Error('--breakdown and --profile apply to the in-process pipeline (--workers 0)');
   }
   const cases = v.cases.split(',').map((s) => s.trim());
   for (const c of cases) if (!(CASES as readonly string[]).includes(c)) throw new Error(`--cases: unknown case "${c}" (${CASES.join(', ')})`);
   return {
     databaseServer: databaseServer(v.database),
-    orders: whole('orders', v.orders, 1),
-    seedOrders: whole('seed-orders', v['seed-orders'], 1),
-    seedCount: whole('seed-count', v['seed-count'], 1),
-    vouchers: whole('vouchers', v.vouchers, 1),
-    shards: whole('shards', v.shards, 1),
-    lanes: whole('lanes', v.lanes, 1),
-    batch: whole('batch', v.batch, 1),
-    rawBatch: whole('raw-batch', v['raw-batch'], 1),
+    orders: v.orders,
+    seedOrders: v['seed-orders'],
+    seedCount: v['seed-count'],
+    vouchers: v.vouchers,
+    shards: v.shards,
+    lanes: v.lanes,
+    batch: v.batch,
+    rawBatch: v['raw-batch'],
     cases: cases as Case[],
-    workers: whole('workers', v.workers, 0),
-    rounds: whole('rounds', v.rounds, 1),
+    workers: v.workers,
+    rounds: v.rounds,
     breakdown: v.breakdown,
     profile: v.profile,
-    eventsBatch: whole('events-batch', v['events-batch'], 1),
+    eventsBatch: v['events-batch'],
     relayAfter: v['relay-after'],
     json: v.json,
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -152,11 +148,6 @@ interface Report {
   loadavgAfter: number[];
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const r2 = (n: number) => Math.round(n * 100) / 100;
 
 async function main(): Promise<void> {
@@ -186,7 +177,7 @@ async function main(): Promise<void> {
     try {
       return await fn(c);
     } finally {
-      await deleteKeys(c);
+      await deleteKeys(c.redis, c.keys.pattern());
       await c.close();
     }
   };
@@ -288,19 +279,10 @@ async function main(): Promise<void> {
     const failed = report.rounds.some((r) => ROWS.some((row) => r[row]?.ok === false));
     process.exitCode = failed ? 1 : 0;
   } finally {
-    await deleteKeys(base);
+    await deleteKeys(base.redis, base.keys.pattern());
     await base.close();
     await dropDatabase(databaseUrl);
   }
-}
-
-async function deleteKeys(c: Container): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await c.redis.scan(cursor, 'MATCH', c.keys.pattern(), 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await c.redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 function render(r: Report): string {

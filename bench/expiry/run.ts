@@ -8,43 +8,24 @@
 // `updated_at - expires_at` of each expired row (both database time). A throw-away database and
 // Redis prefix are removed at the end. See README.md in this directory for recorded figures.
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { dialectOf } from '../../src/infra/db/dialect.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { cpuMeter, readDurability, readMachine } from '../drain/probes.js';
+import { readFlags } from '../support/flags.js';
+import { percentile } from '../support/stats.js';
 
 // Time to insert the orders before the first deadline (about 55 µs an order here, doubled).
 const leadMs = (orders: number) => 3_000 + Math.ceil(orders * 0.11);
 const CHUNK = 2_000;
 const TARGET_MS = 2_000;
 
-const { values: v } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '100000' },
-    spread: { type: 'string', default: '60' },
-    vouchers: { type: 'string', default: '16' },
-    workers: { type: 'string', default: '1' },
-    batch: { type: 'string', default: '500' },
-    poll: { type: 'string', default: '500' },
-  },
-});
-const int = (name: keyof typeof v, min: number) => {
-  const n = Number(v[name]);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
-  return n;
-};
-const o = {
-  orders: int('orders', 1),
-  spreadS: int('spread', 0),
-  vouchers: int('vouchers', 1),
-  workers: int('workers', 1),
-  batch: int('batch', 1),
-  pollMs: int('poll', 10),
-};
+const { spread: spreadS, poll: pollMs, ...counts } = readFlags({ orders: 100_000, spread: 60, vouchers: 16, workers: 1, batch: 500, poll: 500 }, { spread: 0, poll: 10 });
+const o = { ...counts, spreadS, pollMs };
 
 const databaseServer = process.env.BENCH_DATABASE_SERVER || process.env.BENCH_MYSQL_SERVER || 'mysql://root@127.0.0.1:3306';
 const databaseUrl = `${databaseServer}/bench_expiry_${process.pid}`;
@@ -58,7 +39,6 @@ const configFor = (n: number) =>
     EXPIRY_POLL_MS: String(o.pollMs),
     CONSUMER_NAME: `bench-expiry-${process.pid}-${n}`,
   });
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /** Vouchers sold out to N distinct users whose orders are stored and unpaid, due in the window. */
 async function seed(c: Container): Promise<{ voucherIds: bigint[]; firstDue: number }> {
@@ -150,12 +130,7 @@ async function main() {
     process.exitCode = problems.length || (late.at(-1) ?? Infinity) > TARGET_MS ? 1 : 0;
   } finally {
     for (const c of others) await c.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await base.redis.scan(cursor, 'MATCH', base.keys.pattern(), 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await base.redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(base.redis, base.keys.pattern());
     await base.close();
     await dropDatabase(databaseUrl);
   }

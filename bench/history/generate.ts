@@ -10,14 +10,14 @@
 // default history_year) on a database server of its own (private-server.ts), which is stopped and
 // removed at the end unless --keep leaves it running with the year.
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createCore } from '../../src/composition/core.js';
 import { createDb, migrateDatabase } from '../../src/infra/db/database.js';
 import { kindOf } from '../../src/vouchers/kinds.js';
-import { startPrivateRedis } from '../../test/support/private-redis.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
+import { integer, readFlags } from '../support/flags.js';
 import { createLoader, nullable, timeText } from './load.js';
 import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, type PrivateServer, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
 import { activeUnits, buyersOf, holds, initialStock, OrderIds, ordersOf, planYear, quantityOf, statusOf, type Year } from './year.js';
@@ -217,43 +217,39 @@ export async function checkYear(databaseUrl: string): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      database: { type: 'string' },
-      orders: { type: 'string', default: '10000000' },
-      vouchers: { type: 'string', default: '20000' },
-      users: { type: 'string' },
-      live: { type: 'string', default: '100' },
-      redis: { type: 'string' },
-      prefix: { type: 'string' },
-      check: { type: 'boolean', default: true },
-      'no-check': { type: 'boolean', default: false },
-      'private-server': { type: 'string' },
-      'buffer-pool': { type: 'string', default: DEFAULT_BUFFER_POOL },
-      keep: { type: 'boolean', default: false },
+  const v = readFlags(
+    {
+      database: null,
+      orders: 10_000_000,
+      vouchers: 20_000,
+      users: null,
+      live: 100,
+      redis: null,
+      prefix: null,
+      check: true,
+      'no-check': false,
+      'private-server': null,
+      'buffer-pool': DEFAULT_BUFFER_POOL,
+      keep: false,
     },
-  });
+    { orders: 0, live: 0 },
+  );
   const dbName = v.database ?? 'history_year';
   if (v['private-server'] && !/^\w+$/.test(dbName)) throw new Error('with --private-server, --database is a database name (default history_year)');
   if (!v['private-server'] && !v.database) throw new Error('--database mysql://…/<name> or postgres://…/<name> is required');
-  const int = (name: string, raw: string | undefined, min: number) => {
-    const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
-    return n;
-  };
   const own = v.redis ? null : await startPrivateRedis();
   let privateServer: PrivateServer | null = null;
   try {
-    if (v['private-server']) privateServer = await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']!), keep: v.keep! });
+    if (v['private-server']) privateServer = await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']), keep: v.keep });
     const database = privateServer ? `${privateServer.url}/${dbName}` : v.database!;
     const prefix = v.prefix ?? `history_${new URL(database).pathname.slice(1)}`;
     await assertFreshName(database);
     const g = await generateYear({
       databaseUrl: database,
-      orders: int('orders', v.orders, 0),
-      vouchers: int('vouchers', v.vouchers, 1),
-      live: int('live', v.live, 0),
-      users: v.users === undefined ? undefined : int('users', v.users, 1),
+      orders: v.orders,
+      vouchers: v.vouchers,
+      live: v.live,
+      users: v.users === undefined ? undefined : integer('users', v.users, 1),
       redis: { url: v.redis ?? own!.url, prefix },
       log: (line) => console.log(line),
     });

@@ -17,10 +17,12 @@ import { driveLoad } from '../../src/loadgen/driver.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { RequestPlan } from '../../src/loadgen/plan.js';
 import { SaleRecorder } from '../../src/loadgen/recorder.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { cpuMeter, type CpuSample } from '../drain/probes.js';
 import { drainWithPipeline, prefill, verifySale } from '../drain/scenarios.js';
 import { JWT_SECRET, startServer } from './server.js';
 import { LONG_BUYER } from './year.js';
+import { median, percentile } from '../support/stats.js';
 
 export interface StoreRef {
   label: 'empty' | 'year';
@@ -46,11 +48,6 @@ export interface Sizes {
 export type Figures = Record<string, number>;
 
 const DUE_LEAD_MS = 4_000;
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-};
-const median = (xs: number[]) => percentile(xs, 50);
 
 async function timed(n: number, call: () => Promise<{ status: number; body: unknown }>, expect = 200): Promise<number[]> {
   const ms: number[] = [];
@@ -69,15 +66,6 @@ async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise
     while (next < items.length) await fn(items[next++]!);
   }));
 }
-
-const deleteKeys = async (redis: RedisClient, pattern: string) => {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-};
 
 /** Unpaid stored orders on fresh seckill vouchers, all due at once DUE_LEAD_MS from now, as the pipeline would have left them. */
 async function seedDue(db: Db, redis: RedisClient, c: Awaited<ReturnType<typeof createCore>>, count: number, idBase: bigint): Promise<{ dueAt: number; vouchers: bigint[] }> {

@@ -14,9 +14,9 @@ import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createDb } from '../../src/infra/db/database.js';
-import { waitFor } from '../../test/support/wait.js';
+import { waitFor } from '../../support/wait.js';
 import { type Durability, readDurability } from '../drain/probes.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
 
 export type PrivateServerKind = 'mariadb' | 'postgres';
 

@@ -10,49 +10,39 @@
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { createDb, dropDatabase } from '../../src/infra/db/database.js';
-import { startPrivateRedis } from '../../test/support/private-redis.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
 import { assertFreshName, checkYear, generateYear } from './generate.js';
 import { describeStore, type Figures, measureStore, type Sizes, type StoreRef } from './measure.js';
 import { DEFAULT_BUFFER_POOL, parseKind, parseMiB, readServerSettings, settingsLine, startPrivateServer } from './private-server.js';
+import { readFlags } from '../support/flags.js';
+import { median } from '../support/stats.js';
 
-const { values: v } = parseArgs({
-  options: {
-    orders: { type: 'string', default: '1000000' },
-    vouchers: { type: 'string', default: '20000' },
-    live: { type: 'string', default: '100' },
-    'database-server': { type: 'string' },
-    'private-server': { type: 'string' },
-    'buffer-pool': { type: 'string', default: DEFAULT_BUFFER_POOL },
-    rounds: { type: 'string', default: '2' },
-    claims: { type: 'string', default: '20000' },
-    connections: { type: 'string', default: '64' },
-    expiries: { type: 'string', default: '20000' },
-    drain: { type: 'string', default: '50000' },
-    streams: { type: 'string', default: '10000' },
-    reads: { type: 'string', default: '2000' },
-    year: { type: 'string' },
-    keep: { type: 'boolean', default: false },
-    json: { type: 'string' },
+const v = readFlags(
+  {
+    orders: 1_000_000,
+    vouchers: 20_000,
+    live: 100,
+    'database-server': null,
+    'private-server': null,
+    'buffer-pool': DEFAULT_BUFFER_POOL,
+    rounds: 2,
+    claims: 20_000,
+    connections: 64,
+    expiries: 20_000,
+    drain: 50_000,
+    streams: 10_000,
+    reads: 2_000,
+    year: null,
+    keep: false,
+    json: null,
   },
-});
-const int = (name: keyof typeof v, min: number) => {
-  const n = Number(v[name]);
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
-  return n;
-};
-const sizes: Sizes = {
-  claims: int('claims', 100),
-  connections: int('connections', 1),
-  expiries: int('expiries', 100),
-  drain: int('drain', 1_000),
-  streams: int('streams', 0),
-  reads: int('reads', 10),
-};
+  { orders: 0, claims: 100, expiries: 100, drain: 1_000, streams: 0, reads: 10 },
+);
+const sizes: Sizes = { claims: v.claims, connections: v.connections, expiries: v.expiries, drain: v.drain, streams: v.streams, reads: v.reads };
 if (v['private-server'] && (v['database-server'] || v.year)) throw new Error('--private-server starts the server: give neither --database-server nor --year');
 const privateServer = v['private-server']
-  ? await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']!), keep: v.keep! })
+  ? await startPrivateServer({ kind: parseKind(v['private-server']), bufferPoolMiB: parseMiB(v['buffer-pool']), keep: v.keep })
   : null;
 const server = (privateServer?.url ?? v['database-server'] ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
 const names = { empty: `${server}/history_${process.pid}_empty`, year: v.year ?? `${server}/history_${process.pid}_year` };
@@ -84,11 +74,6 @@ const ROWS: [string, string, string, 'higher' | 'lower', string][] = [
   [`RSS with ${sizes.streams} event streams`, 'rssStreamsMiB', 'MiB', 'lower', ''],
 ];
 
-const median = (xs: number[]) => {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const fmt = (n: number) => (Number.isNaN(n) ? 'failed' : Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en-US') : Math.abs(n) >= 10 ? n.toFixed(1) : n.toFixed(2));
 
 function table(results: Record<'empty' | 'year', Figures[]>): string {
@@ -104,10 +89,7 @@ function table(results: Record<'empty' | 'year', Figures[]>): string {
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const orders = int('orders', 0);
-  const vouchers = int('vouchers', 1);
-  const live = int('live', 1);
-  const rounds = int('rounds', 1);
+  const { orders, vouchers, live, rounds } = v;
   await assertFreshName(names.empty);
   if (!v.year) await assertFreshName(names.year);
   const redis = await startPrivateRedis();

@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';
 import { processCpuUs } from '../../src/loadgen/machine.js';
-import { type Running, startSeckill } from '../../test/support/processes.js';
-import { waitFor } from '../../test/support/wait.js';
-import { freePorts } from '../free-ports.js';
+import { type Running, startSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
+import { freePorts } from '../../support/free-ports.js';
 
 export const JWT_SECRET = 'history-bench-secret-of-at-least-32-bytes';
 

@@ -14,7 +14,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { createDb, dropDatabase } from '../../src/infra/db/database.js';
 import { createKeySpace } from '../../src/infra/redis/keys.js';
@@ -29,22 +28,12 @@ import { driveLoad } from '../../src/loadgen/driver.js';
 import { costMeter } from './costs.js';
 import { expectedSpread, type ShardSpread, shardSpread } from './spread.js';
 import { checkSale, type SaleVoucher, type Verdict, waitStored } from './stores.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { readFlags } from '../support/flags.js';
+import { median } from '../support/stats.js';
 
-const { values: flags } = parseArgs({
-  options: {
-    buyers: { type: 'string', default: '20000' },
-    vouchers: { type: 'string', default: '100' },
-    rounds: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '64' },
-    'database-server': { type: 'string', default: 'mysql://root@127.0.0.1:3306' },
-    redis: { type: 'string' },
-    json: { type: 'string' },
-  },
-});
-const BUYERS = Number(flags.buyers);
-const VOUCHERS = Number(flags.vouchers);
-const ROUNDS = Number(flags.rounds);
-const CONNECTIONS = Number(flags.connections);
+const flags = readFlags({ buyers: 20_000, vouchers: 100, rounds: 3, connections: 64, 'database-server': 'mysql://root@127.0.0.1:3306', redis: null, json: null });
+const { buyers: BUYERS, vouchers: VOUCHERS, rounds: ROUNDS, connections: CONNECTIONS } = flags;
 /** The server's defaults, passed to it explicitly (the environment could say otherwise) and used to map vouchers to shards, shards to pipeline readers. */
 const SHARDS = 16;
 const PIPELINE_LANES = 4;
@@ -170,10 +159,6 @@ async function sale(d: Deployment, kind: Kind, round: number, buyers: Credential
 
 // --- the report ----------------------------------------------------------------------------------
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const fmt = (x: number, digits = 0) => x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const markdown = (rows: string[][]) => rows.map((r, i) => `| ${r.join(' | ')} |${i === 0 ? `\n|${r.map((_, j) => (j === 0 ? ' --- ' : ' ---: ')).join('|')}|` : ''}`).join('\n');
@@ -288,15 +273,6 @@ async function main() {
     say(`raw output: ${file}`);
   }
   if (sales.some((s) => !s.verdict.ok)) process.exitCode = 1;
-}
-
-async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.unlink(...keys);
-  } while (cursor !== '0');
 }
 
 await main();

@@ -2,6 +2,7 @@
 // vouchers fall over S shards when each lands on a shard at random (a voucher's shard is a hash of
 // its id: src/infra/redis/keys.ts).
 import type { VoucherOrders } from './stores.js';
+import { median, percentile } from '../support/stats.js';
 
 export interface ShardSpread {
   /** Vouchers on each shard. */
@@ -45,11 +46,7 @@ export interface ExpectedSpread {
   emptyShard: number;
 }
 
-const stats = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p5: at(0.05), p95: at(0.95), median: at(0.5) };
-};
+const stats = (xs: number[]) => ({ mean: xs.reduce((a, b) => a + b, 0) / xs.length, p5: percentile(xs, 5), p95: percentile(xs, 95), median: median(xs) });
 
 /** Monte Carlo: `vouchers` each on a uniformly random one of `shards`, `trials` times. */
 export function expectedSpread(vouchers: number, shards: number, trials = 20_000): ExpectedSpread {

@@ -7,33 +7,23 @@
 // worker` beside it; the load generator is this process. Needs Redis and MariaDB (or
 // BENCH_DATABASE_SERVER=postgres://…).
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { createSigner } from 'fast-jwt';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
-import { freePorts } from '../free-ports.js';
+import { freePorts } from '../../support/free-ports.js';
+import { type Running, startSeckill } from '../../support/processes.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
+import { readFlags } from '../support/flags.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TARGET_DRAW_MS = 2_000;
 const note = (text: string) => process.stderr.write(`${text}\n`);
 
-const { values: v } = parseArgs({
-  options: {
-    buyers: { type: 'string', default: '100000' },
-    stock: { type: 'string', default: '1000' },
-    connections: { type: 'string', default: '64' },
-    json: { type: 'boolean', default: false },
-  },
-});
-const BUYERS = Number(v.buyers);
-const STOCK = Number(v.stock);
-const CONNECTIONS = Number(v.connections);
+const v = readFlags({ buyers: 100_000, stock: 1_000, connections: 64, json: false });
+const { buyers: BUYERS, stock: STOCK, connections: CONNECTIONS } = v;
 /** Requests of each kind per turn, and of the warm-up. */
 const TURN = 10_000;
 const WARMUP = 5_000;
@@ -54,16 +44,8 @@ const env = {
   API_PROCESSES: '1',
 };
 
-function seckill(args: string[], log = false): ChildProcess & { lines: string[] } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    cwd: ROOT,
-    env: { ...env, LOG_LEVEL: log ? 'info' : 'warn' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }) as ChildProcess & { lines: string[] };
-  child.lines = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => child.lines.push(line));
-  return child;
-}
+/** `seckill <args>` on the bench's data: its output's lines kept (info lines with `log`), its errors shown. */
+const seckill = (args: string[], log = false): Running => startSeckill(args, { env: { ...env, LOG_LEVEL: log ? 'info' : 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] });
 
 const sign = createSigner({ key: secret, algorithm: 'HS256' });
 const exp = Math.floor(Date.now() / 1000) + 3600;
@@ -111,18 +93,9 @@ async function drive(into: Driven, path: string, firstUser: number, count: numbe
 
 const summaryOf = (d: Driven) => ({ requests: d.requests, seconds: d.seconds, perSecond: d.requests / d.seconds, cpuUsPerRequest: d.cpuUs / d.requests, status: d.status });
 
-async function waitFor<T>(what: string, check: () => Promise<T | null | false>, timeoutMs: number, everyMs = 10): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 const api = seckill(['serve', '--no-worker']);
-let worker: ReturnType<typeof seckill> | null = null;
+let worker: Running | null = null;
 try {
   await waitFor('the API', async () => (await call('GET', '/healthz').catch(() => ({ status: 0 }))).status === 200, 60_000, 100);
   worker = seckill(['worker'], true);
@@ -137,7 +110,7 @@ try {
   const claimPath = `/api/vouchers/${plain.json.id}/orders`;
   // A warm-up (not counted) tells how fast this box answers: the pre-queue stays open twice as long as the load needs.
   const warm = driven();
-  await drive(warm, claimPath, 30_000_000, WARMUP, api.pid!);
+  await drive(warm, claimPath, 30_000_000, WARMUP, api.child.pid!);
   const beginAt = new Date(Date.now() + Math.max(15_000, Math.ceil((2.5 * 2 * BUYERS * warm.seconds) / WARMUP) * 1000));
   const queued = await call('POST', '/api/vouchers', admin, {
     title: 'bench queue', kind: 'seckill', stock: STOCK, queue: { opensAt: new Date().toISOString() },
@@ -151,8 +124,8 @@ try {
   const joined = driven();
   for (let from = 0; from < BUYERS; from += TURN) {
     const n = Math.min(TURN, BUYERS - from);
-    await drive(claimed, claimPath, 10_000_000 + from, n, api.pid!);
-    await drive(joined, `/api/vouchers/${voucherId}/queue`, 20_000_000 + from, n, api.pid!);
+    await drive(claimed, claimPath, 10_000_000 + from, n, api.child.pid!);
+    await drive(joined, `/api/vouchers/${voucherId}/queue`, 20_000_000 + from, n, api.child.pid!);
   }
   const claims = summaryOf(claimed);
   const joins = summaryOf(joined);
@@ -172,6 +145,7 @@ try {
       return line ? (JSON.parse(line) as { sortedAfterMs: number; admittedAfterMs: number; publishedAfterMs: number; entrants: number; admitted: number }) : null;
     },
     beginAt.getTime() - Date.now() + 60_000,
+    10,
   );
   const stats = await waitFor(
     'every admitted order stored',
@@ -207,18 +181,9 @@ try {
   if (result.joinCpuOverClaimCpu > 1 || drawn.admittedAfterMs > TARGET_DRAW_MS || result.stored !== STOCK || !verdict.ok) process.exitCode = 1;
 } finally {
   await pool.close();
-  for (const child of [worker, api]) {
-    if (!child || child.exitCode !== null) continue;
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
-  }
+  for (const child of [worker, api]) await child?.stop();
   const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [nextCursor, keys] = await redis.scan(cursor, 'MATCH', `${name}:*`, 'COUNT', 1000);
-    cursor = nextCursor;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeys(redis, `${name}:*`);
   redis.disconnect();
   await dropDatabase(env.DATABASE_URL);
 }

@@ -12,12 +12,12 @@ import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { Deployment } from '../../src/loadgen/deployment.js';
 import { driveLoad } from '../../src/loadgen/driver.js';
 import { RequestPlan } from '../../src/loadgen/plan.js';
 import { SaleRecorder } from '../../src/loadgen/recorder.js';
+import { readFlags } from '../support/flags.js';
 
 const STUB_PATH = '/api/vouchers/1/orders';
 
@@ -61,20 +61,10 @@ async function target(url: string | undefined, secret: string | undefined, stock
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      requests: { type: 'string', default: '300000' },
-      rounds: { type: 'string', default: '3' },
-      connections: { type: 'string', default: '64' },
-      url: { type: 'string' },
-      secret: { type: 'string' },
-      stock: { type: 'string', default: '2000' },
-    },
-  });
-  const requests = Number(values.requests);
-  const connections = Number(values.connections);
+  const values = readFlags({ requests: 300_000, rounds: 3, connections: 64, url: null, secret: null, stock: 2_000 });
+  const { requests, connections } = values;
   const buyers = 100_000;
-  const { origin, tokens, path, close } = await target(values.url, values.secret, Number(values.stock), buyers);
+  const { origin, tokens, path, close } = await target(values.url, values.secret, values.stock, buyers);
   const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
   const clients: Record<string, (round: number, path: string) => Promise<void>> = {
@@ -118,7 +108,7 @@ async function main(): Promise<void> {
 
   console.log(`${requests} requests per run, ${connections} connections, ${values.url ? `claim route of ${values.url}` : 'stub server in a child process'}`);
   try {
-    for (let round = 1; round <= Number(values.rounds); round++) {
+    for (let round = 1; round <= values.rounds; round++) {
       for (const [name, drive] of Object.entries(clients)) {
         const claimPath = await path();
         const cpu = process.cpuUsage();

@@ -8,15 +8,12 @@
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { EPOCH_MS } from '../../src/ids/snowflake.js';
 import { machineInfo, processCpuUs } from '../../src/loadgen/machine.js';
+import { readFlags } from '../support/flags.js';
 
-const { values: v } = parseArgs({ options: { ids: { type: 'string', default: '20000' }, connections: { type: 'string', default: '50' } } });
-const ids = Number(v.ids);
-const connections = Number(v.connections);
-if (!Number.isInteger(ids) || ids < 1 || !Number.isInteger(connections) || connections < 1) throw new Error('--ids and --connections must be positive integers');
+const { ids, connections } = readFlags({ ids: 20_000, connections: 50 });
 
 const name = `bench_unknown_${process.pid}`;
 const databaseServer = process.env.BENCH_DATABASE_SERVER || 'mysql://root@127.0.0.1:3306';

@@ -9,7 +9,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { deleteKeys } from '../../test/support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 const VOUCHERS = 3;
 

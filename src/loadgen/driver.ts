@@ -1,8 +1,8 @@
 // The load itself: `connections` keep-alive connections, each sending the plan's next request (a
 // claim, a queue join, a buyer's read of their standing) as soon as its previous one is answered
-// (closed loop), until the request count or the duration is reached. It then stops sending and
-// lets every request in flight finish, so each order the server handed out is seen and counted
-// (a cut-off run would hide admissions from the audit).
+// (the closed loop of buyers.ts), until the request count or the duration is reached. It then
+// stops sending and lets every request in flight finish, so each order the server handed out is
+// seen and counted (a cut-off run would hide admissions from the audit).
 //
 // undici's Pool.dispatch with a small handler per request rather than autocannon: it stops
 // without cutting off requests in flight (autocannon needs an internal field for that), it adds no
@@ -10,6 +10,7 @@
 // 40-48 µs (against today's server both cost the same; bench/seckill/README.md, client-probe.ts).
 import { performance } from 'node:perf_hooks';
 import { type Dispatcher, Pool } from 'undici';
+import { driveBuyers } from './buyers.js';
 import type { Credentials } from './credentials.js';
 import type { PlannedRequest, RequestPlan } from './plan.js';
 import type { SaleRecorder } from './recorder.js';
@@ -87,25 +88,20 @@ export async function driveLoad(o: LoadOptions, plan: RequestPlan, credentials: 
   const deadline = o.seconds === undefined ? Infinity : recorder.startedAt + o.seconds * 1000;
   const post = o.method !== 'GET';
   let sent = 0;
-  try {
-    await new Promise<void>((resolve) => {
-      let lanes = o.connections;
-      const send = (): void => {
-        if (sent >= limit || o.signal?.aborted || performance.now() >= deadline) {
-          if (--lanes === 0) resolve();
-          return;
-        }
-        const request = plan.at(sent++);
-        const path = o.pathOf?.(request) ?? o.path;
-        const authorization = credentials.buyers[request.buyer]!;
-        const call = new BuyerCall(request, recorder, (failed) => (failed ? setTimeout(send, FAILURE_PAUSE_MS) : send()));
-        if (post) {
-          const headers = ['content-type', 'application/json', 'authorization', authorization, 'idempotency-key', request.idempotencyKey];
-          pool.dispatch({ method: 'POST', path, headers, body: POST_BODY }, call);
-        } else pool.dispatch({ method: 'GET', path, headers: ['authorization', authorization] }, call);
-      };
-      for (let lane = 0; lane < o.connections; lane++) send();
+  // Each planned request is a buyer of its own, tried once: the plan holds the repeats.
+  const send = (request: PlannedRequest) =>
+    new Promise<boolean>((settled) => {
+      const path = o.pathOf?.(request) ?? o.path;
+      const authorization = credentials.buyers[request.buyer]!;
+      const call = new BuyerCall(request, recorder, (failed) => (failed ? setTimeout(settled, FAILURE_PAUSE_MS, true) : settled(true)));
+      if (post) {
+        const headers = ['content-type', 'application/json', 'authorization', authorization, 'idempotency-key', request.idempotencyKey];
+        pool.dispatch({ method: 'POST', path, headers, body: POST_BODY }, call);
+      } else pool.dispatch({ method: 'GET', path, headers: ['authorization', authorization] }, call);
     });
+  try {
+    const next = () => (sent < limit && performance.now() < deadline ? plan.at(sent++) : undefined);
+    await driveBuyers({ next, attempt: send, concurrency: o.connections, signal: o.signal }).done;
     return { sent, startedAt: recorder.startedAt, endedAt: performance.now() };
   } finally {
     await pool.close();

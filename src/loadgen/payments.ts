@@ -2,6 +2,7 @@
 // run out, and the bench waits for the payment timer to expire them and give the units back.
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { driveBuyers } from './buyers.js';
 import type { Deployment } from './deployment.js';
 
 export interface PaymentReport {
@@ -33,31 +34,24 @@ export interface PaymentPlan {
   share: number;
 }
 
-async function payOne(deployment: Deployment, orderId: string, authorization: string): Promise<string> {
-  for (let attempt = 0; ; attempt++) {
-    const { status, code } = await deployment.pay(orderId, authorization);
-    // Not stored yet: the contract says retry (the bench pays after the drain, so this is rare).
-    if (code === 'ORDER_PROCESSING' && attempt < PROCESSING_RETRIES) {
-      await sleep(PROCESSING_RETRY_MS);
-      continue;
-    }
-    return status === 200 ? '200 paid' : `${status} ${code ?? 'no code'}`;
-  }
-}
-
 export async function payAndLetExpire(deployment: Deployment, voucherId: string, paymentTimeoutS: number, plan: PaymentPlan): Promise<PaymentReport> {
   const toPay = plan.orderIds.slice(0, Math.round(plan.orderIds.length * plan.share));
-  const outcomes: Record<string, number> = {};
+  const lastAnswer = new Map<string, string>();
   let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(PAY_CONCURRENCY, toPay.length) }, async () => {
-      while (next < toPay.length) {
-        const orderId = toPay[next++]!;
-        const outcome = await payOne(deployment, orderId, plan.buyerOf(orderId));
-        outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
-      }
-    }),
-  );
+  await driveBuyers({
+    next: () => toPay[next++],
+    async attempt(orderId) {
+      const { status, code } = await deployment.pay(orderId, plan.buyerOf(orderId));
+      lastAnswer.set(orderId, status === 200 ? '200 paid' : `${status} ${code ?? 'no code'}`);
+      // Not stored yet: the contract says retry (the bench pays after the drain, so this is rare).
+      return code !== 'ORDER_PROCESSING';
+    },
+    concurrency: PAY_CONCURRENCY,
+    retries: PROCESSING_RETRIES,
+    retryPauseMs: PROCESSING_RETRY_MS,
+  }).done;
+  const outcomes: Record<string, number> = {};
+  for (const outcome of lastAnswer.values()) outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
   const report: PaymentReport = { attempted: toPay.length, outcomes, paid: outcomes['200 paid'] ?? 0, waitedForExpiry: false, expiredAfterS: null };
   if (paymentTimeoutS > MAX_EXPIRY_WAIT_S) return report;
 

@@ -8,7 +8,8 @@ import { readStores } from '../../bench/chaos/stores.js';
 import { createDb, type Db, dropDatabase, ensureDatabase, migrateToLatest } from '../../src/infra/db/database.js';
 import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { inflightRecord } from '../../src/infra/redis/records.js';
-import { DATABASE_SERVER, deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { DATABASE_SERVER, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 const name = uniqueName('chaos_stores');
 const databaseUrl = `${DATABASE_SERVER}/${name}`;

@@ -3,10 +3,10 @@
 // 4xx that changes nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
-const t = await startTestApp('claimtokens');
+const t = await startTestApp(suiteScope(), 'claimtokens');
 await t.c.startPipeline();
 
 async function fetchToken(voucherId: string, userId: number | null) {

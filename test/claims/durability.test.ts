@@ -10,8 +10,8 @@ import { createContainer } from '../../src/container.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { claim, createVoucher, startTestApp, testEnv } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
-import { startPrivateRedis, startReplicatedRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis, startReplicatedRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('admission durability', () => {
   it('when ADMIT_DURABILITY=fsync and Redis does not fsync its append-only file, then start-up fails naming both settings', async (ctx) => {
@@ -32,7 +32,7 @@ describe('admission durability', () => {
 
   it('when ADMIT_DURABILITY=replica and the master has lost its replica, then the claim and its retry are 503 with Retry-After, and nothing is admitted', async (ctx) => {
     const redis = await startReplicatedRedis({ minReplicas: 1 });
-    const t = await startTestApp('lost-replica', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '50' });
+    const t = await startTestApp(ctx, 'lost-replica', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '50' });
     ctx.after(() => redis.stop()); // after hooks run in order: the app closes first
     await t.c.startPipeline();
     const v = await createVoucher(t, { stock: 5 });

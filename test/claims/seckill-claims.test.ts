@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import type { InjectOptions } from 'fastify';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 // Several tests here send one buyer's claims many at once; the per-buyer token bucket (on by
 // default, test/claims/token-buckets.test.ts) would answer most of them 429.
-const t = await startTestApp('claims', { BUCKET_USER_RATE: '0' });
+const t = await startTestApp(suiteScope(), 'claims', { BUCKET_USER_RATE: '0' });
 
 describe('seckill admission', () => {
   it('when 600 requests from 300 users (half of them twice) race for 50 units, then exactly 50 are admitted, one per user', async () => {

@@ -9,9 +9,9 @@ import { type AdmitClaim, AdmitCode, MAX_ADMIT_BATCH } from '../../src/infra/red
 import { readSoldOutSnapshot } from '../../src/claims/sold-out-snapshot.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import type { RedisClient } from '../../src/infra/redis/client.js';
-import { startTestApp } from '../support/helpers.js';
+import { startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('snapshot', { RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'snapshot', { RECONCILE_INTERVAL_MS: '0' });
 const { redis, keys } = t.c;
 const scripts = createScripts(redis, keys);
 let nextVoucher = 700_000n;

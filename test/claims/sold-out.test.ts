@@ -10,8 +10,8 @@ import { pino } from 'pino';
 import type { Container } from '../../src/container.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import { createReleases } from '../../src/lifecycle/releases.js';
-import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, orderAction, REDIS_URL, startSecondInstance, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Long enough that only an announcement (pub/sub) can clear a flag within a second.
@@ -19,9 +19,9 @@ const LONG_FLAG_MS = '10000';
 
 // a runs the order pipeline; its cancels give units back (and announce them). b is a second API
 // instance on the same data; short a third one whose flags expire after the default 500 ms.
-const a = await startTestApp('soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
-const b = await startSecondInstance(a);
-const short = await startSecondInstance(a, { SOLD_OUT_CACHE_MS: '500' });
+const a = await startTestApp(suiteScope(), 'soldout', { SOLD_OUT_CACHE_MS: LONG_FLAG_MS, WAITLIST_MAX: '2' });
+const b = await startSecondInstance(suiteScope(), a);
+const short = await startSecondInstance(suiteScope(), a, { SOLD_OUT_CACHE_MS: '500' });
 await a.c.startPipeline();
 
 let nextUser = 10_000;
@@ -39,6 +39,16 @@ async function untilCached(t: TestApp, voucherId: string, options: { idempotency
     assert.equal(res.json().code, 'SOLD_OUT', res.body);
     return (await cachedAnswers(t.c)) > before;
   });
+}
+
+/** A one-unit voucher bought by `user` (the order stored), whose sold-out flag `instance` has cached. */
+async function boughtOutCachedBy(instance: TestApp, user: number) {
+  const v = await createVoucher(a, { stock: 1 });
+  const bought = await claim(a, v.id, user);
+  assert.equal(bought.statusCode, 202);
+  await waitForDrain(a.c, v.id);
+  await untilCached(instance, v.id);
+  return { v, bought };
 }
 
 /**
@@ -154,11 +164,7 @@ describe('sold-out fast path', () => {
   });
 
   it('when a buyer cancels, then another instance that had cached sold-out sells the unit again within a second', async () => {
-    const v = await createVoucher(a, { stock: 1 });
-    const bought = await claim(a, v.id, 30);
-    assert.equal(bought.statusCode, 202);
-    await waitForDrain(a.c, v.id);
-    await untilCached(b, v.id);
+    const { v, bought } = await boughtOutCachedBy(b, 30);
 
     const cancelled = await orderAction(a, 'cancel', bought.json().orderId, 30);
     assert.equal(cancelled.json().status, 'cancelled');
@@ -170,11 +176,7 @@ describe('sold-out fast path', () => {
   });
 
   it('when units come back without an announcement, then the flag still expires, the unit sells within a second, and its buyer can still retry', async () => {
-    const v = await createVoucher(a, { stock: 1 });
-    const bought = await claim(a, v.id, 40);
-    assert.equal(bought.statusCode, 202);
-    await waitForDrain(a.c, v.id);
-    await untilCached(short, v.id);
+    const { v, bought } = await boughtOutCachedBy(short, 40);
 
     // The release commits in SQL; its units reach Redis through scripts that announce nothing, as
     // a relay whose announcement is lost would give them back.

@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Container } from '../../src/container.js';
 import type { OrderEvent } from '../../src/orders/order-pubsub.js';
-import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const LOCK_TTL_MS = 300;
 
@@ -15,8 +15,8 @@ const LOCK_TTL_MS = 300;
 // default, test/claims/token-buckets.test.ts) would answer most of them 429.
 const NO_USER_BUCKET = { BUCKET_USER_RATE: '0' };
 const [t, short] = await Promise.all([
-  startTestApp('sql-claims', NO_USER_BUCKET),
-  startTestApp('sql-claims-lock', { ...NO_USER_BUCKET, CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) }),
+  startTestApp(suiteScope(), 'sql-claims', NO_USER_BUCKET),
+  startTestApp(suiteScope(), 'sql-claims-lock', { ...NO_USER_BUCKET, CLAIM_LOCK_TTL_MS: String(LOCK_TTL_MS) }),
 ]);
 
 /** What the database holds for a voucher. */

@@ -3,7 +3,7 @@
 // voucher bucket and ONE bucket per buyer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startSecondInstance, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 const VOUCHER_RATE = 40;
@@ -11,13 +11,13 @@ const VOUCHER_BURST = 20;
 const USER_RATE = 5;
 const USER_BURST = 3;
 
-const a = await startTestApp('buckets', {
+const a = await startTestApp(suiteScope(), 'buckets', {
   BUCKET_VOUCHER_RATE: String(VOUCHER_RATE),
   BUCKET_VOUCHER_BURST: String(VOUCHER_BURST),
   BUCKET_USER_RATE: String(USER_RATE),
   BUCKET_USER_BURST: String(USER_BURST),
 });
-const b = await startSecondInstance(a);
+const b = await startSecondInstance(suiteScope(), a);
 await a.c.startPipeline();
 
 let nextUser = 1_000;
@@ -146,7 +146,7 @@ describe('token buckets across two instances', () => {
 });
 
 describe('the per-buyer bucket with the default configuration', async () => {
-  const shipped = await startTestApp('buckets-default');
+  const shipped = await startTestApp(suiteScope(), 'buckets-default');
   await shipped.c.startPipeline();
 
   it('when one buyer fires 200 claims at once, then most are answered 429 with Retry-After and one unit is sold', async () => {

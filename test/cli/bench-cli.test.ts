@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type { BenchRun } from '../../src/loadgen/bench.js';
-import { createVoucher, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { runSeckill } from '../../support/processes.js';
 
 interface Outcome {
   exitCode: number;
@@ -24,7 +24,7 @@ async function bench(args: string[]): Promise<Outcome> {
 
 describe('seckill bench against a running deployment', async () => {
   // No scheduled reconciliation: it would (rightly) bring Redis in line with the tampered stock.
-  const t = await startTestApp('bench-cli', { RECONCILE_INTERVAL_MS: '0' });
+  const t = await startTestApp(suiteScope(), 'bench-cli', { RECONCILE_INTERVAL_MS: '0' });
   await t.c.startWorkers();
   const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
   const workdir = await mkdtemp(join(tmpdir(), 'bench-cli-'));

@@ -11,8 +11,8 @@ import { runBench } from '../../src/loadgen/bench.js';
 import { mintCredentials } from '../../src/loadgen/credentials.js';
 import { runQueueBench } from '../../src/loadgen/queue-drop.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
-import { createVoucher, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { runSeckill } from '../../support/processes.js';
 import { createQueueVoucher, publicGet } from '../queue/support.js';
 
 interface Outcome {
@@ -34,7 +34,7 @@ function ranked(seed: string, userIds: string[]): string[] {
 
 describe('seckill bench --queue against a running deployment', { concurrency: true }, async () => {
   // No scheduled reconciliation: it would (rightly) bring Redis in line with a tampered stock.
-  const t = await startTestApp('bench-queue', { RECONCILE_INTERVAL_MS: '0' });
+  const t = await startTestApp(suiteScope(), 'bench-queue', { RECONCILE_INTERVAL_MS: '0' });
   await t.c.startWorkers();
   const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
   const common = () => ['--url', url, '--secret', t.c.config.jwtSecret, '--connections', '16'];

@@ -3,8 +3,8 @@ import { after, describe, it } from 'node:test';
 import { createTokenService } from '../../src/auth/tokens.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { processData } from '../support/helpers.js';
-import { runSeckill, startSeckill } from '../support/processes.js';
-import { waitFor } from '../support/wait.js';
+import { runSeckill, startSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('seckill command', () => {
   it('token: prints a token for the user, signed with JWT_SECRET, living --ttl seconds', async () => {

@@ -3,8 +3,9 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { dropDatabase } from '../../src/infra/db/database.js';
 import { demoLinks } from '../../src/cli/demo-setup.js';
-import { deleteKeys, REDIS_URL, uniqueName, DATABASE_SERVER } from '../support/helpers.js';
-import { runSeckill, startSeckill } from '../support/processes.js';
+import { REDIS_URL, uniqueName, DATABASE_SERVER } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { runSeckill, startSeckill } from '../../support/processes.js';
 
 /** The demo adds `_demo` / `-demo` to the database and prefix it is given: those are removed after the file. */
 function demoData(label: string): Record<string, string> {

@@ -7,8 +7,8 @@ import { createTokenService } from '../../src/auth/tokens.js';
 import { JsonClient } from '../../src/loadgen/http-client.js';
 import { decodeId } from '../../src/ids/snowflake.js';
 import { processData } from '../support/helpers.js';
-import { runSeckill, startSeckill } from '../support/processes.js';
-import { waitFor } from '../support/wait.js';
+import { runSeckill, startSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 
 // CLAIM_IDLE_MS: the killed process's unstored entries are taken over within a second.
 const env = { ...processData('procs'), JWT_SECRET: 's', LOG_LEVEL: 'info', API_PROCESSES: '2', CLAIM_IDLE_MS: '1000' };

@@ -6,9 +6,9 @@ import { describe, it } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
 import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
 import type { StoredOrderStatus } from '../../src/infra/db/types.js';
-import { createVoucher, startTestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('audit_pages', { RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'audit_pages', { RECONCILE_INTERVAL_MS: '0' });
 
 const PAGE = 500;
 const BUYERS = 3_000;

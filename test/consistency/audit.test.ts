@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { type Finished, runSeckill } from '../support/processes.js';
+import { type Finished, runSeckill } from '../../support/processes.js';
 
-const t = await startTestApp('audit', { RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'audit', { RECONCILE_INTERVAL_MS: '0' });
 await t.c.startWorkers();
 
 /** `seckill audit` as an operator runs it, against this file's database and Redis prefix. */

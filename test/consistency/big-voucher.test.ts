@@ -11,8 +11,8 @@ import type { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { inflightRecord } from '../../src/infra/redis/records.js';
 import { ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
-import { claim, createVoucher, startTestApp } from '../support/helpers.js';
-import { startPrivateRedis } from '../support/private-redis.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
 
 const STORED = 60_000;
 const IN_FLIGHT = 2_000;
@@ -23,7 +23,7 @@ const SLOWER_THAN_US = 5_000;
 const OUTLIER_EVERY = 100;
 
 const server = await startPrivateRedis();
-const t = await startTestApp('big-voucher', { REDIS_URL: server.url, RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'big-voucher', { REDIS_URL: server.url, RECONCILE_INTERVAL_MS: '0' });
 after(() => server.stop()); // after the app: after hooks run in order
 const redis = t.c.redis as Redis;
 const { keys } = t.c;

@@ -12,11 +12,11 @@ import { ORDER_STATUSES, type StoredOrderStatus } from '../../src/infra/db/types
 import { parseEntry, type OrderEntry } from '../../src/infra/redis/records.js';
 import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
-import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 
 // One buyer sends several claims and payments in a row; the buckets are not what is tested here.
-const t = await startTestApp('order_counters', { RECONCILE_INTERVAL_MS: '0', BUCKET_USER_RATE: '0' });
+const t = await startTestApp(suiteScope(), 'order_counters', { RECONCILE_INTERVAL_MS: '0', BUCKET_USER_RATE: '0' });
 await t.c.startWorkers();
 const db = t.c.db;
 const admin = async () => ({ authorization: `Bearer ${await t.admin()}` });

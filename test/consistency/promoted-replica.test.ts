@@ -3,14 +3,14 @@ import { describe, it } from 'node:test';
 import { inflightRecord } from '../../src/infra/redis/records.js';
 import { ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // What a promoted replica holds after a failover: the admissions it received, but not the
 // settlements the old master made once their orders were stored. Reconciliation must count such an
 // order once (the database holds it) and clear what is left of it in Redis.
 
-const t = await startTestApp('promoted', { RECONCILE_INTERVAL_MS: '0' }); // no workers until the end: entries wait
+const t = await startTestApp(suiteScope(), 'promoted', { RECONCILE_INTERVAL_MS: '0' }); // no workers until the end: entries wait
 await ensureConsumerGroups(t.c.redis, t.c.keys);
 
 describe('reconciliation of a promoted replica', () => {

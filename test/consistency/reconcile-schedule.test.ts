@@ -3,8 +3,9 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { Reconciler } from '../../src/consistency/reconciler.js';
 import { ReconcileSchedule } from '../../src/consistency/schedule.js';
-import { deleteKeys, testRedis } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { testRedis } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 
 // BullMQ adds a scheduled job's successor when a worker takes the job. A master change while a
 // reconciliation is in progress (the new master never had its job, nor the successor) leaves

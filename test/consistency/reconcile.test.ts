@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ReconcileReport } from '../../src/consistency/reconciler.js';
-import { claim, createVoucher, deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, range, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // Drift injected by hand into a live system, repaired by reconciliation within two runs; the
 // audit is clean afterwards and no order failed for lack of stock (Redis never granted a unit the
 // database did not have).
 
-const t = await startTestApp('reconcile', { RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'reconcile', { RECONCILE_INTERVAL_MS: '0' });
 await t.c.startWorkers();
 
 /** Claims by fresh users, one after another, until stopped; returns the admitted order ids. */
@@ -125,8 +126,8 @@ describe('reconciliation under load', () => {
 });
 
 describe('reconciliation of lost stream data', () => {
-  it('when an admission\'s stream entry is lost, or an entry\'s in-flight record, then the order is still stored', async () => {
-    const idle = await startTestApp('rec-lost', { RECONCILE_INTERVAL_MS: '0' }); // no pipeline yet: entries wait
+  it('when an admission\'s stream entry is lost, or an entry\'s in-flight record, then the order is still stored', async (ctx) => {
+    const idle = await startTestApp(ctx, 'rec-lost', { RECONCILE_INTERVAL_MS: '0' }); // no pipeline yet: entries wait
     const v = await createVoucher(idle, { stock: 5_000 });
     const admitted = (await Promise.all(range(1, 20).map((u) => claim(idle, v.id, u)))).map((r) => r.json().orderId as string);
     const traffic = load(idle, v.id, 1_000); // claims keep coming while the drift is found and repaired
@@ -155,8 +156,8 @@ describe('reconciliation of lost stream data', () => {
 });
 
 describe('scheduled reconciliation', () => {
-  it('runs by itself every RECONCILE_INTERVAL_MS and repairs drift', async () => {
-    const scheduled = await startTestApp('rec-sched', { RECONCILE_INTERVAL_MS: '300' });
+  it('runs by itself every RECONCILE_INTERVAL_MS and repairs drift', async (ctx) => {
+    const scheduled = await startTestApp(ctx, 'rec-sched', { RECONCILE_INTERVAL_MS: '300' });
     await scheduled.c.startWorkers();
     const v = await createVoucher(scheduled, { stock: 30 });
     await scheduled.c.redis.hincrby(scheduled.c.keys.voucher(BigInt(v.id)), 'stock', 5);

@@ -6,7 +6,7 @@ import { AppError } from '../../src/errors.js';
 import { createTickStreams } from '../../src/console/live-stream.js';
 import { createStreamSlots } from '../../src/sse.js';
 import { connect, sseApp } from '../support/sse.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const INTERVAL_MS = 20;
 const sources: (() => Promise<unknown>)[] = [];

@@ -3,11 +3,11 @@ import { describe, it } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
 import { type VoucherStats, voucherStatsUseCase } from '../../src/console/stats.js';
 import { createDb } from '../../src/infra/db/database.js';
-import { burst, createVoucher, range, startTestApp } from '../support/helpers.js';
+import { burst, createVoucher, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 
 // Small batches: many commits for the polling test to fall between.
-const t = await startTestApp('stats-snapshot', { RECONCILE_INTERVAL_MS: '0', PIPELINE_BATCH: '10' });
+const t = await startTestApp(suiteScope(), 'stats-snapshot', { RECONCILE_INTERVAL_MS: '0', PIPELINE_BATCH: '10' });
 await t.c.startWorkers();
 
 /** The units the answer accounts for: every order here is of one unit, so counts are units. */

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sendableInOrder } from '../../src/events/event-relay.js';
 import type { OutboxRow } from '../../src/events/message.js';
-import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, expectedEvents, eventsByOrder, tapEvents } from '../support/order-events.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const tap = await tapEvents('events');
-const t = await startTestApp('events', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange, EXPIRY_POLL_MS: '100', EVENTS_POLL_MS: '50' });
+const t = await startTestApp(suiteScope(), 'events', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange, EXPIRY_POLL_MS: '100', EVENTS_POLL_MS: '50' });
 await t.c.startWorkers();
 
 describe('order events to RabbitMQ', () => {

@@ -3,17 +3,17 @@ import { describe, it } from 'node:test';
 import { type Logger, pino } from 'pino';
 import { createAmqpPublisher } from '../../src/events/amqp-publisher.js';
 import { EventRelay } from '../../src/events/event-relay.js';
-import { burst, claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
 import { AMQP_URL, assertEventsDelivered, tapEvents } from '../support/order-events.js';
 import { AmqpProxy } from '../support/amqp-proxy.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 // The app writes events (EVENTS_AMQP_URL set) but runs no relay of its own: each test starts the
 // relays it needs, with their own broker connections.
 const tap = await tapEvents('relay_faults');
-const t = await startTestApp('relay_faults', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange });
+const t = await startTestApp(suiteScope(), 'relay_faults', { EVENTS_AMQP_URL: AMQP_URL, EVENTS_EXCHANGE: tap.exchange });
 await t.c.startPipeline();
 
 const silent = pino({ level: 'silent' });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createPoints } from '../../examples/points-consumer/points.js';
-import { deleteKeys, REDIS_URL, uniqueName } from '../support/helpers.js';
+import { REDIS_URL, uniqueName } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 const prefix = uniqueName('points');
 const redis = new Redis(REDIS_URL);

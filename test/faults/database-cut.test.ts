@@ -4,11 +4,11 @@
 // is stored once.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp } from '../support/helpers.js';
+import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 4_000;
 const CUT_MS = 10_500;
@@ -17,7 +17,7 @@ describe('the database cut mid-drain', async () => {
   const proxy = new TcpProxy('127.0.0.1', DATABASE_PORT);
   const port = await proxy.start();
   after(() => proxy.restore()); // before the app drops its database through the proxy
-  const t = await startTestApp('dbcut', {}, databaseServerVia(port));
+  const t = await startTestApp(suiteScope(), 'dbcut', {}, databaseServerVia(port));
   after(() => proxy.stop());
 
   it('when the database is unreachable for over 10 s, then admissions go on, nothing is acknowledged unstored, and every 202 is stored once', { timeout: 120_000 }, async (ctx) => {

@@ -4,14 +4,14 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('an admission lost with Redis', async () => {
   const redis = await startPrivateRedis();
-  const t = await startTestApp('lostadmission', { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200' });
+  const t = await startTestApp(suiteScope(), 'lostadmission', { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200' });
   after(() => redis.stop()); // after the app: after hooks run in order
 
   it('when Redis forgets an admitted order before it is stored, then its read says it was lost, and the buyer claims again and is stored once', { timeout: 60_000 }, async () => {

@@ -3,16 +3,16 @@
 // state before it is verified against the database, so nothing admitted afterwards fails there.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { claim, createVoucher, range, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startPrivateRedis } from '../support/private-redis.js';
-import { waitFor } from '../support/wait.js';
+import { startPrivateRedis } from '../../support/private-redis.js';
+import { waitFor } from '../../support/wait.js';
 
 // Kept on disk (AOF always) so the restart keeps the old state and gives the server a new
 // replication id, as a promotion does; the data epoch survives, so this is no data loss.
 const redis = await startPrivateRedis({ appendfsync: 'always' });
 // The watch checks rarely here: the claims themselves must find the change.
-const t = await startTestApp('master-change', { REDIS_URL: redis.url, RECONCILE_INTERVAL_MS: '0', REDIS_CHECK_INTERVAL_MS: '60000' });
+const t = await startTestApp(suiteScope(), 'master-change', { REDIS_URL: redis.url, RECONCILE_INTERVAL_MS: '0', REDIS_CHECK_INTERVAL_MS: '60000' });
 after(() => redis.stop()); // after the app: after hooks run in order
 await t.c.startWorkers();
 

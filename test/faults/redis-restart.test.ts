@@ -2,12 +2,12 @@
 // flush), or from its append-only file. The service must carry on by itself, and every admission
 // answered 202 after Redis is back (and, with ADMIT_DURABILITY=fsync, every one) must be stored.
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
-import { createVoucher, startTestApp } from '../support/helpers.js';
+import { describe, it } from 'node:test';
+import { createVoucher, type Scope, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { type PrivateRedisOptions, startPrivateRedis } from '../support/private-redis.js';
+import { type PrivateRedisOptions, startPrivateRedis } from '../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 3_000;
 const BUYERS = 4_000;
@@ -16,10 +16,10 @@ const BUYERS = 4_000;
  * A sale on a Redis of its own that is killed (SIGKILL) once a third of the units are admitted
  * and started again at once; resolves when every buyer has their answer.
  */
-async function saleWithRedisCrash(label: string, persistence: PrivateRedisOptions, env: Record<string, string>) {
+async function saleWithRedisCrash(scope: Scope, label: string, persistence: PrivateRedisOptions, env: Record<string, string>) {
   const redis = await startPrivateRedis(persistence);
-  const t = await startTestApp(label, { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200', ...env });
-  after(() => redis.stop()); // after the app: after hooks run in order
+  const t = await startTestApp(scope, label, { REDIS_URL: redis.url, REDIS_CHECK_INTERVAL_MS: '200', ...env });
+  scope.after(() => redis.stop()); // after the app: after hooks run in order
   await t.c.startWorkers();
   const v = await createVoucher(t, { stock: STOCK });
   const sale = startSale({ send: injectClaims(t, v.id), firstUser: 1, buyers: BUYERS, concurrency: 200, retries: 30 });
@@ -33,7 +33,7 @@ async function saleWithRedisCrash(label: string, persistence: PrivateRedisOption
 
 describe('Redis restarted mid-sale', () => {
   it('when Redis comes back empty, then the service notices, rebuilds what it kept there, and stores every admission made after', { timeout: 120_000 }, async (ctx) => {
-    const { t, v, sale, back } = await saleWithRedisCrash('redis-empty', {}, { RECONCILE_INTERVAL_MS: '1000' });
+    const { t, v, sale, back } = await saleWithRedisCrash(ctx, 'redis-empty', {}, { RECONCILE_INTERVAL_MS: '1000' });
 
     // Noticed and said: the metric and /readyz (the error log is the third witness).
     await waitFor('the data loss to be noticed', async () => ((await t.c.metrics.redisDataLosses.get()).values[0]?.value ?? 0) >= 1);
@@ -57,7 +57,7 @@ describe('Redis restarted mid-sale', () => {
   });
 
   it('when Redis comes back from its append-only file with ADMIT_DURABILITY=fsync, then every admission is stored', { timeout: 120_000 }, async (ctx) => {
-    const { t, v, sale } = await saleWithRedisCrash('redis-aof', { appendfsync: 'always' }, { ADMIT_DURABILITY: 'fsync' });
+    const { t, v, sale } = await saleWithRedisCrash(ctx, 'redis-aof', { appendfsync: 'always' }, { ADMIT_DURABILITY: 'fsync' });
     await waitForDrain(t.c, v.id, 60_000);
     const truth = await assertInvariants(t.c, v.id, sale.admitted());
     assertContractAnswers(sale);

@@ -6,21 +6,22 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createVoucher, startTestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { startSeckill } from '../support/processes.js';
-import { httpClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { startSeckill } from '../../support/processes.js';
+import { httpClaims } from '../../src/loadgen/http-claims.js';
+import { startSale } from '../support/sale.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 20_000;
 
 describe('SIGTERM mid-load', () => {
   it('when serve is stopped under keep-alive load, then requests in flight are answered, none is reset, and every 202 is stored', { timeout: 120_000 }, async (ctx) => {
-    const t = await startTestApp('sigterm');
+    const t = await startTestApp(ctx, 'sigterm');
     const v = await createVoucher(t, { stock: STOCK });
     const serve = startSeckill(['serve', '--no-migrate'], { env: { ...t.env, PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' } });
     ctx.after(() => serve.stop('SIGKILL'));
     const [, origin] = await serve.line(/listening at (http:\/\/127\.0\.0\.1:\d+)/);
 
-    const client = httpClaims(origin!, v.id, (user) => t.token(user), 100);
+    const client = httpClaims({ origins: [origin!], voucherId: v.id, token: (user: number) => t.token(user), connections: 100 });
     ctx.after(() => client.close());
     const sale = startSale({ send: client.send, firstUser: 1, buyers: STOCK, concurrency: 100 });
     await waitFor('claims to flow', () => sale.answers.filter((a) => a.status === 202).length >= 2_000, 60_000);

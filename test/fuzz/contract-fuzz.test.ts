@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { startTestApp } from '../support/helpers.js';
+import { startTestApp, suiteScope } from '../support/helpers.js';
 import { requests } from './generators.js';
 import { FuzzSession } from './session.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS || 60);
 const SEED = Number(process.env.FUZZ_SEED || 20_260_618);
 
-const t = await startTestApp('fuzz');
+const t = await startTestApp(suiteScope(), 'fuzz');
 const session = await FuzzSession.start(t);
 
 describe('the API under generated requests, against its own OpenAPI document', () => {

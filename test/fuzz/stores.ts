@@ -12,7 +12,7 @@
 import { sql } from 'kysely';
 import type { Container } from '../../src/container.js';
 import { dialectOf, POSTGRES } from '../../src/infra/db/dialect.js';
-import { isCluster } from '../../src/infra/redis/client.js';
+import { keysMatching } from '../../support/redis-keys.js';
 
 export interface Snapshot {
   /** table → digest of its rows (with their count). */
@@ -47,16 +47,7 @@ async function tables(c: Container): Promise<Map<string, string>> {
 }
 
 async function keyNames(c: Container): Promise<string[]> {
-  const names: string[] = [];
-  for (const node of isCluster(c.redis) ? c.redis.nodes('master') : [c.redis]) {
-    let cursor = '0';
-    do {
-      const [next, found] = await node.scan(cursor, 'MATCH', c.keys.pattern(), 'COUNT', 1000);
-      cursor = next;
-      names.push(...found);
-    } while (cursor !== '0');
-  }
-  return names.filter((k) => !IGNORED_KEY.test(k)).sort();
+  return (await keysMatching(c.redis, c.keys.pattern())).filter((k) => !IGNORED_KEY.test(k)).sort();
 }
 
 /** A key's value in a canonical form (fields sorted; a stream by its last id and additions). */

@@ -5,7 +5,7 @@ import { decodeId, EPOCH_MS } from '../../src/ids/snowflake.js';
 import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
 import { REDIS_URL, testRedis } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const { redis, keys } = testRedis('lease');
 

@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { createReleases } from '../../src/lifecycle/releases.js';
-import { burst, claim, createVoucher, deleteKeys, orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 
-const t = await startTestApp('lifecycle', { EXPIRY_POLL_MS: '100' });
+const t = await startTestApp(suiteScope(), 'lifecycle', { EXPIRY_POLL_MS: '100' });
 await t.c.startWorkers();
 
 const ordersOf = (voucherId: string) =>
@@ -134,8 +135,8 @@ describe('order lifecycle', () => {
 });
 
 describe('an order not stored yet', () => {
-  it('answers ORDER_PROCESSING to pay and cancel, without waiting', async () => {
-    const idle = await startTestApp('lifecycle-idle'); // no pipeline: admitted orders stay in flight
+  it('answers ORDER_PROCESSING to pay and cancel, without waiting', async (ctx) => {
+    const idle = await startTestApp(ctx, 'lifecycle-idle'); // no pipeline: admitted orders stay in flight
     const v = await createVoucher(idle, { stock: 2 });
     const { orderId } = (await claim(idle, v.id, 7)).json();
     for (const action of ['pay', 'cancel'] as const) {

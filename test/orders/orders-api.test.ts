@@ -8,11 +8,11 @@ import { before, describe, it } from 'node:test';
 import Fastify from 'fastify';
 import { createEventStreams } from '../../src/orders/event-stream.js';
 import type { OrderEvent, UserEventListener } from '../../src/orders/order-pubsub.js';
-import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
-const t = await startTestApp('orders-api');
+const t = await startTestApp(suiteScope(), 'orders-api');
 await t.app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
 
@@ -389,8 +389,8 @@ describe('GET /api/orders/events', () => {
     }
   });
 
-  it('ends open streams when the app closes, so shutdown does not hang', async () => {
-    const other = await startTestApp('orders-sse-close');
+  it('ends open streams when the app closes, so shutdown does not hang', async (ctx) => {
+    const other = await startTestApp(ctx, 'orders-sse-close');
     let closed = false as boolean;
     await other.app.listen({ port: 0, host: '127.0.0.1' });
     const origin = `http://127.0.0.1:${(other.app.server.address() as AddressInfo).port}`;

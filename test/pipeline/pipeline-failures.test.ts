@@ -3,11 +3,11 @@ import { after, describe, it } from 'node:test';
 import { createDb } from '../../src/infra/db/database.js';
 import { AdmitCode } from '../../src/infra/redis/scripts/admission.js';
 import { CONSUMER_GROUP, ensureConsumerGroups } from '../../src/pipeline/maintenance.js';
-import { burst, createVoucher, DATABASE_PORT, DATABASE_SERVER, databaseServerVia, range, startTestApp, type TestApp } from '../support/helpers.js';
+import { burst, createVoucher, DATABASE_PORT, DATABASE_SERVER, databaseServerVia, range, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
-import { type Running, startSeckill } from '../support/processes.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { type Running, startSeckill } from '../../support/processes.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 /** `seckill worker` on the test app's data; its errors show in the test output. */
 function startWorker(t: TestApp, name: string): Running {
@@ -32,7 +32,7 @@ function startWorker(t: TestApp, name: string): Running {
 
 describe('pipeline failures', () => {
   describe('a worker killed in the middle of a batch', async () => {
-    const t = await startTestApp('crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
+    const t = await startTestApp(suiteScope(), 'crash', { CLAIM_IDLE_MS: '1000', PIPELINE_BATCH: '100' });
 
     it('when worker A is SIGKILLed holding entries, then worker B takes them over and every order is stored once', async () => {
       const v = await createVoucher(t, { stock: 20_000 });
@@ -77,7 +77,7 @@ describe('pipeline failures', () => {
     // After hooks run in the order they are added: the proxy is back before the app's own
     // clean-up drops the database through it, and stops after it.
     after(() => proxy.restore());
-    const t = await startTestApp('dbdown', { CLAIM_IDLE_MS: '2000' }, databaseServerVia(port));
+    const t = await startTestApp(suiteScope(), 'dbdown', { CLAIM_IDLE_MS: '2000' }, databaseServerVia(port));
     after(() => proxy.stop());
 
     it('when the database goes away, then admissions continue, nothing is lost, and the backlog drains when it returns', async () => {

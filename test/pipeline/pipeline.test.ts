@@ -9,11 +9,11 @@ import { insertOrdersSql, type OrderRow } from '../../src/pipeline/bulk-sql.js';
 import { addHeldSql, lockHeldSql } from '../../src/vouchers/held-units.js';
 import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
-import { burst, claim, createVoucher, range, startSecondContainer, startTestApp } from '../support/helpers.js';
+import { burst, claim, createVoucher, range, startSecondContainer, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
-const t = await startTestApp('pipeline', { CLAIM_IDLE_MS: '1000', MAX_DELIVERIES: '2', PIPELINE_BATCH: '200' });
+const t = await startTestApp(suiteScope(), 'pipeline', { CLAIM_IDLE_MS: '1000', MAX_DELIVERIES: '2', PIPELINE_BATCH: '200' });
 
 /** A dead letter is "entry <stream id> reason <text>" followed by the fields of the entry. */
 function deadLetterOrderId(shard: number, [, fields]: [string, string[]]) {
@@ -61,9 +61,9 @@ describe('order pipeline', () => {
     assert.equal((await readTruth(t.c, v.id)).orders.length, 5);
   });
 
-  it('when the same orders are stored and settled twice, then the second time changes nothing', async () => {
+  it('when the same orders are stored and settled twice, then the second time changes nothing', async (ctx) => {
     const v = await createVoucher(t, { stock: 4 });
-    const pipelineOff = await startSecondContainer(t);
+    const pipelineOff = await startSecondContainer(ctx, t);
     const admitted = await burst(t, v.id, range(200, 3));
     await waitForDrain(t.c, v.id);
     // The entries as a redelivery would bring them again (the stream is trimmed once they are settled).
@@ -174,8 +174,8 @@ describe('order pipeline', () => {
     assert.equal(rows.length, 6, 'every order stored, the refused ones as failed');
   });
 
-  it('when two workers race on one shard, then every order is stored once', async () => {
-    const second = await startSecondContainer(t, { CONSUMER_NAME: 'racer-b' });
+  it('when two workers race on one shard, then every order is stored once', async (ctx) => {
+    const second = await startSecondContainer(ctx, t, { CONSUMER_NAME: 'racer-b' });
     await second.startPipeline();
     const v = await createVoucher(t, { stock: 1000 });
     const admitted = await burst(t, v.id, range(10_000, 1000));

@@ -5,9 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createSigner } from 'fast-jwt';
-import { claim, createVoucher, orderAction, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, orderAction, startTestApp, suiteScope } from '../support/helpers.js';
+import { keysMatching } from '../../support/redis-keys.js';
 
-const t = await startTestApp('bad_input');
+const t = await startTestApp(suiteScope(), 'bad_input');
 
 const MAX_ID = '9223372036854775807';
 const BAD_IDS = ['9223372036854775808', '18446744073709551616', '12345678901234567890', '0', '-1', '01', '1e3', ' 1', '1.0', 'abc'];
@@ -17,13 +18,7 @@ async function stores() {
   const { db, redis, keys } = t.c;
   const tables = ['vouchers', 'orders', 'user_quantities', 'release_outbox', 'order_events'] as const;
   const rows = await Promise.all(tables.map(async (table) => [table, (await db.selectFrom(table).selectAll().execute()).map((r) => JSON.stringify(r)).sort()]));
-  const names: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', keys.pattern(), 'COUNT', 1000);
-    cursor = next;
-    names.push(...found);
-  } while (cursor !== '0');
+  const names = await keysMatching(redis, keys.pattern());
   const values = await Promise.all(names.sort().map(async (k) => [k, (await redis.dumpBuffer(k))?.toString('hex')]));
   // A key listed by SCAN may expire before its DUMP (a rate-limit bucket): it is not there.
   return { rows: Object.fromEntries(rows), redis: Object.fromEntries(values.filter(([, value]) => value !== undefined)) };

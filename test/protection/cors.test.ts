@@ -3,10 +3,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import { createVoucher, startTestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 
 const SHOP = 'https://shop.example.com';
-const t = await startTestApp('cors', { CORS_ORIGINS: `${SHOP}, http://127.0.0.1:8080` });
+const t = await startTestApp(suiteScope(), 'cors', { CORS_ORIGINS: `${SHOP}, http://127.0.0.1:8080` });
 const voucher = await createVoucher(t);
 
 describe('CORS_ORIGINS', () => {

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
-import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { createVoucher, startSecondInstance, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 
-const base = await startTestApp('http');
+const base = await startTestApp(suiteScope(), 'http');
 
 /** Sends `request` raw over TCP to `t` (listening) and returns everything it answers until it closes. */
 async function rawExchange(t: TestApp, request: string): Promise<string> {
@@ -26,8 +26,8 @@ async function rawExchange(t: TestApp, request: string): Promise<string> {
 const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
 
 describe('HTTP limits', () => {
-  it('when one address exceeds IP_RATE_LIMIT, then it hears 429 RATE_LIMITED with Retry-After, and other addresses, health and spoofed forwarding headers are unaffected', async () => {
-    const t = await startSecondInstance(base, { IP_RATE_LIMIT: '5', IP_RATE_WINDOW_MS: '60000', TRUSTED_PROXIES: '127.0.0.1' });
+  it('when one address exceeds IP_RATE_LIMIT, then it hears 429 RATE_LIMITED with Retry-After, and other addresses, health and spoofed forwarding headers are unaffected', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { IP_RATE_LIMIT: '5', IP_RATE_WINDOW_MS: '60000', TRUSTED_PROXIES: '127.0.0.1' });
     const v = await createVoucher(base);
     const get = (url: string, client: string, remoteAddress = '127.0.0.1') =>
       t.app.inject({ method: 'GET', url, remoteAddress, headers: { 'x-forwarded-for': client } });
@@ -45,8 +45,8 @@ describe('HTTP limits', () => {
     assert.equal((await get(`/api/vouchers/${v.id}`, '203.0.113.7', '198.51.100.9')).statusCode, 200, 'a spoofed X-Forwarded-For');
   });
 
-  it('when the process is under pressure, then /api answers 503 UNAVAILABLE with Retry-After at once, and health still answers', async () => {
-    const t = await startSecondInstance(base, { OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on (each second)
+  it('when the process is under pressure, then /api answers 503 UNAVAILABLE with Retry-After at once, and health still answers', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on (each second)
     const v = await createVoucher(base);
     const shed = await waitFor('the overload guard', async () => {
       const res = await t.app.inject({ method: 'GET', url: `/api/vouchers/${v.id}` });
@@ -75,8 +75,8 @@ describe('HTTP limits', () => {
     assert.deepEqual(bodyOf(large), { code: 'HEADERS_TOO_LARGE', message: 'request headers exceed 8192 bytes' });
   });
 
-  it('when a client sends its request too slowly, then 408 REQUEST_TIMEOUT and the socket is closed', async () => {
-    const t = await startSecondInstance(base, { HTTP_REQUEST_TIMEOUT_MS: '1000' });
+  it('when a client sends its request too slowly, then 408 REQUEST_TIMEOUT and the socket is closed', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { HTTP_REQUEST_TIMEOUT_MS: '1000' });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const started = performance.now();
     const answer = await rawExchange(t, 'GET /healthz HTTP/1.1\r\nHost: test\r\n'); // the head never ends

@@ -8,13 +8,13 @@ import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
 import { createDb } from '../../src/infra/db/database.js';
 import { PROBE_DEADLINE_MS, readinessCheck } from '../../src/readiness.js';
-import { DATABASE_PORT, startTestApp } from '../support/helpers.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { DATABASE_PORT, startTestApp, suiteScope } from '../support/helpers.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
 
 /** The probe's own deadline is the product's promise; this much more is the test machine's load. */
 const ANSWER_MARGIN_MS = 700;
 
-const t = await startTestApp('readiness');
+const t = await startTestApp(suiteScope(), 'readiness');
 const databaseUrl = new URL(t.env.DATABASE_URL!);
 
 /** A port nothing listens on. */

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { createVoucher, startSecondInstance, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 const SHOP = 'https://shop.example.com';
-const t = await startTestApp('sec-headers', { TRUSTED_PROXIES: '127.0.0.1', CORS_ORIGINS: SHOP });
+const t = await startTestApp(suiteScope(), 'sec-headers', { TRUSTED_PROXIES: '127.0.0.1', CORS_ORIGINS: SHOP });
 const voucher = await createVoucher(t);
 
 function assertSecured(res: LightMyRequestResponse, what: string, csp: string | RegExp = API_CSP) {
@@ -53,14 +53,14 @@ describe('security headers', () => {
     }
   });
 
-  it('when the traffic guards refuse, then their 429 and 503 carry the headers', async () => {
-    const limited = await startSecondInstance(t, { IP_RATE_LIMIT: '1', IP_RATE_WINDOW_MS: '60000' });
+  it('when the traffic guards refuse, then their 429 and 503 carry the headers', async (ctx) => {
+    const limited = await startSecondInstance(ctx, t, { IP_RATE_LIMIT: '1', IP_RATE_WINDOW_MS: '60000' });
     await limited.app.inject({ url: `/api/vouchers/${voucher.id}` });
     const refused = await limited.app.inject({ url: `/api/vouchers/${voucher.id}` });
     assert.equal(refused.statusCode, 429);
     assertSecured(refused, '429');
 
-    const pressed = await startSecondInstance(t, { OVERLOAD_HEAP_USED_MB: '1' });
+    const pressed = await startSecondInstance(ctx, t, { OVERLOAD_HEAP_USED_MB: '1' });
     const shed = await waitFor('the overload guard', async () => {
       const res = await pressed.app.inject({ url: `/api/vouchers/${voucher.id}` });
       return res.statusCode === 503 && res;
@@ -68,8 +68,8 @@ describe('security headers', () => {
     assertSecured(shed, '503');
   });
 
-  it('when Node answers before Fastify (a head too large), then that answer carries the headers too', async () => {
-    const raw = await startSecondInstance(t);
+  it('when Node answers before Fastify (a head too large), then that answer carries the headers too', async (ctx) => {
+    const raw = await startSecondInstance(ctx, t);
     await raw.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = raw.app.server.address() as { port: number };
     const answer = await new Promise<string>((resolve, reject) => {

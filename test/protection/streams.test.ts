@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import type { App } from '../../src/http.js';
-import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
+import { createVoucher, startSecondInstance, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
 import { connect, type SseClient } from '../support/sse.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
-const t = await startTestApp('streams', { SSE_MAX_PER_USER: '2', SSE_MAX_STREAMS: '3' });
+const t = await startTestApp(suiteScope(), 'streams', { SSE_MAX_PER_USER: '2', SSE_MAX_STREAMS: '3' });
 const slots = t.c.appDeps.orders.streamSlots;
 
 async function listen(app: App): Promise<string> {
@@ -127,8 +127,8 @@ describe('event-stream caps', () => {
     assert.equal(JSON.parse(again.text()).code, 'UNAUTHORIZED');
   });
 
-  it('when the server closes with streams open, then each ends and every slot is back', async () => {
-    const second = await startSecondInstance(t);
+  it('when the server closes with streams open, then each ends and every slot is back', async (ctx) => {
+    const second = await startSecondInstance(ctx, t);
     const secondSlots = second.c.appDeps.orders.streamSlots;
     const origin = await listen(second.app);
     const clients = [await opened(ORDER_EVENTS, 51, origin, second), await opened(LIVE, 1, origin, second)];

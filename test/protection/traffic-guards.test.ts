@@ -4,10 +4,10 @@
 // the pages are not.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createVoucher, startSecondInstance, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { createVoucher, startSecondInstance, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 
-const base = await startTestApp('guards');
+const base = await startTestApp(suiteScope(), 'guards');
 const voucher = await createVoucher(base);
 const id: string = voucher.id;
 
@@ -30,8 +30,8 @@ describe('traffic guards by route', () => {
     for (const url of unmatchedSpellings) assert.equal((await post(base, url, '127.0.0.1')).statusCode, 404, url);
   });
 
-  it('when one address spends IP_RATE_LIMIT on encoded spellings of the claim route, then every spelling of it, and any unknown URL, hears 429; the other routes do not', async () => {
-    const t = await startSecondInstance(base, { IP_RATE_LIMIT: String(claimSpellings.length - 1), IP_RATE_WINDOW_MS: '60000' });
+  it('when one address spends IP_RATE_LIMIT on encoded spellings of the claim route, then every spelling of it, and any unknown URL, hears 429; the other routes do not', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { IP_RATE_LIMIT: String(claimSpellings.length - 1), IP_RATE_WINDOW_MS: '60000' });
     const address = '203.0.113.20';
     // Every request counts, whatever its spelling: the last spelling is already over the limit.
     const answers = [];
@@ -49,15 +49,15 @@ describe('traffic guards by route', () => {
     assert.equal((await post(t, `/%61pi/vouchers/${id}/orders`, '203.0.113.21')).statusCode, 401, 'another address has its own count');
   });
 
-  it('when unknown URLs come from one address, then they are counted by the per-address limit like /api requests', async () => {
-    const t = await startSecondInstance(base, { IP_RATE_LIMIT: '3', IP_RATE_WINDOW_MS: '60000' });
+  it('when unknown URLs come from one address, then they are counted by the per-address limit like /api requests', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { IP_RATE_LIMIT: '3', IP_RATE_WINDOW_MS: '60000' });
     const address = '203.0.113.30';
     for (const url of ['/wp-login.php', '/API/vouchers', '/api/vouchers/1/orders/']) assert.equal((await post(t, url, address)).statusCode, 404, url);
     assert.equal((await post(t, `/%61pi/vouchers/${id}/orders`, address)).statusCode, 429);
   });
 
-  it('when the process is under pressure, then every spelling of an /api route and any unknown URL answers 503, and the probes still answer', async () => {
-    const t = await startSecondInstance(base, { OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on
+  it('when the process is under pressure, then every spelling of an /api route and any unknown URL answers 503, and the probes still answer', async (ctx) => {
+    const t = await startSecondInstance(ctx, base, { OVERLOAD_HEAP_USED_MB: '1' }); // always exceeded, from the first sample on
     await waitFor('the overload guard', async () => (await t.app.inject({ url: `/api/vouchers/${id}` })).statusCode === 503, 5_000);
     for (const url of [...claimSpellings, ...unmatchedSpellings]) {
       const shed = await post(t, url, '127.0.0.1');

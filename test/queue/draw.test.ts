@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { waitForDrain } from '../support/invariants.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import type { QueueEvent, UserEvent } from '../../src/orders/order-pubsub.js';
 import { createQueueVoucher, join, me, publicGet, summary } from './support.js';
 
-const t = await startTestApp('queue-draw', { EXPIRY_POLL_MS: '100' });
+const t = await startTestApp(suiteScope(), 'queue-draw', { EXPIRY_POLL_MS: '100' });
 await t.c.startPipeline();
 await t.c.startQueue();
 

@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { createQueueVoucher, summary } from './support.js';
 
-const t = await startTestApp('queue-fairness');
+const t = await startTestApp(suiteScope(), 'queue-fairness');
 await t.c.startQueue();
 
 const ENTRANTS = 20_000;

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 import { commitmentOf } from '../../src/vouchers/queue-seed.js';
 import { createQueueVoucher, join, me, summary } from './support.js';
 
-const t = await startTestApp('queue-join');
+const t = await startTestApp(suiteScope(), 'queue-join');
 const now = () => Date.now();
 const body = async (res: Promise<{ statusCode: number; json(): any }>) => {
   const r = await res;

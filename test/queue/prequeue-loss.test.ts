@@ -3,14 +3,15 @@
 // without persistence would) must not forget the buyers it had answered and copied.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { deleteKeys, range, startTestApp, type TestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { range, startTestApp, suiteScope, type TestApp } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
+import { waitFor } from '../../support/wait.js';
 import { waitForDrain } from '../support/invariants.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { createQueueVoucher, join, me, publicGet, summary } from './support.js';
 
-const t = await startTestApp('queue-lost');
+const t = await startTestApp(suiteScope(), 'queue-lost');
 await t.c.startPipeline();
 const runner = await t.c.startQueue();
 
@@ -18,6 +19,16 @@ const ENTRANTS = 300;
 const STOCK = 20;
 
 const copied = async (voucherId: string) => (await t.c.db.selectFrom('queue_prequeue').select('user_id').where('voucher_id', '=', voucherId).execute()).map((r) => r.user_id);
+
+/** A queue voucher beginning at `beginAt`, its pre-queue joined by ENTRANTS users from `firstUser` and copied to the database. */
+async function copiedPrequeue(beginAt: Date, firstUser: number) {
+  const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt, stock: STOCK, paymentTimeoutSeconds: 600 });
+  const id = BigInt(v.id);
+  const users = range(firstUser, ENTRANTS).map(String);
+  await Promise.all(users.map((u) => t.c.queue.join(id, BigInt(u))));
+  await waitFor('the pre-queue copied', async () => (await copied(v.id)).length === ENTRANTS);
+  return { v, id, users };
+}
 
 /** The draw, published, matches its seed and its entrants; the first places hold the orders, stock is sold out in both stores, and the audit passes. */
 async function assertDrawn(app: TestApp, voucherId: string, entrants: string[]) {
@@ -42,11 +53,7 @@ describe('queue vouchers: a pre-queue that Redis forgets', () => {
   it('when Redis loses every key of the voucher after the copy, then the copied buyers are given back before the draw and drawn; one who joined after the copy reads NOT_IN_QUEUE and joins again', async () => {
     // The draw starts 3 s before beginAt: the runner's looks until then have 4 s to copy and give back.
     const beginAt = new Date(Date.now() + 7_000);
-    const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt, stock: STOCK, paymentTimeoutSeconds: 600 });
-    const id = BigInt(v.id);
-    const users = range(200_000, ENTRANTS).map(String);
-    await Promise.all(users.map((u) => t.c.queue.join(id, BigInt(u))));
-    await waitFor('the pre-queue copied', async () => (await copied(v.id)).length === ENTRANTS);
+    const { v, id, users } = await copiedPrequeue(beginAt, 200_000);
 
     // One more join while the runner cannot copy (its lock held here, and lost with the rest), then the loss.
     await t.c.redis.set(t.c.keys.queueLock(id), 'test', 'PX', 5_000, 'NX');
@@ -74,11 +81,7 @@ describe('queue vouchers: a pre-queue that Redis forgets', () => {
 
   it('when the database holds copied entrants the Redis pre-queue lacks at the draw, then the draw includes them; a join while the draw waits for the start is copied before it', async () => {
     const beginAt = new Date(Date.now() + 5_000);
-    const v = await createQueueVoucher(t, { opensAt: new Date(Date.now() - 1000), beginAt, stock: STOCK, paymentTimeoutSeconds: 600 });
-    const id = BigInt(v.id);
-    const users = range(300_000, ENTRANTS).map(String);
-    await Promise.all(users.map((u) => t.c.queue.join(id, BigInt(u))));
-    await waitFor('the pre-queue copied', async () => (await copied(v.id)).length === ENTRANTS);
+    const { v, id, users } = await copiedPrequeue(beginAt, 300_000);
     // Lost from Redis after the copy, the copy's cursor kept: only the draw can notice.
     const gone = users.slice(0, 100);
     assert.equal(await t.c.redis.zrem(t.c.keys.queueEntrants(id), ...gone), gone.length);

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { range, startTestApp } from '../support/helpers.js';
-import { runSeckill } from '../support/processes.js';
-import { waitFor } from '../support/wait.js';
+import { range, startTestApp, suiteScope } from '../support/helpers.js';
+import { runSeckill } from '../../support/processes.js';
+import { waitFor } from '../../support/wait.js';
 import { drawOrder, rankOf, ranker } from '../../src/queue/draw-order.js';
 import { newSeed } from '../../src/vouchers/queue-seed.js';
 import { readPublishedDraw, verifyDraw } from '../../src/queue/verify.js';
 import { createQueueVoucher, publicGet, summary } from './support.js';
 
-const t = await startTestApp('queue-verify');
+const t = await startTestApp(suiteScope(), 'queue-verify');
 await t.c.startQueue();
 const address = await t.app.listen({ host: '127.0.0.1', port: 0 });
 

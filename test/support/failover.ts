@@ -5,10 +5,10 @@
 import type { TestContext } from 'node:test';
 import { createVoucher, startTestApp, type TestApp } from './helpers.js';
 import { waitForDrain } from './invariants.js';
-import { startSentinelTopology } from './private-redis.js';
+import { startSentinelTopology } from '../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, type Sale, startSale } from './sale.js';
 import { tolerateStrayRedisRejections } from './stray-rejections.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../support/wait.js';
 
 const STOCK = 2_000;
 const BUYERS = 3_000;
@@ -23,7 +23,7 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   // The app's warnings and errors of the last moments go into a failure's message: a failover
   // that goes wrong under load shows what the service saw, not only the topology.
   const logs = recentLines(30, startedAt);
-  const t = await startTestApp(label, {
+  const t = await startTestApp(ctx, label, {
     REDIS_SENTINELS: topology.sentinels,
     REDIS_SENTINEL_NAME: topology.name,
     ADMIT_DURABILITY: durability,

@@ -8,9 +8,9 @@ import { type Config, loadConfig } from '../../src/config.js';
 import { type Container, createContainer } from '../../src/container.js';
 import type { App } from '../../src/http.js';
 import { dropDatabase } from '../../src/infra/db/database.js';
-import { isCluster, type RedisClient } from '../../src/infra/redis/client.js';
 import { createKeySpace, type KeySpace } from '../../src/infra/redis/keys.js';
 import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** Set by scripts/test.sh for its second pass: the apps of the tests run on this Redis Cluster. */
@@ -50,18 +50,6 @@ export function testConfig(label: string, overrides: Record<string, string> = {}
   return loadConfig(testEnv(label, overrides, databaseServer));
 }
 
-/** Deletes the keys matching `pattern`, on every master of a cluster (one key per DEL: no CROSSSLOT). */
-export async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
-  for (const node of isCluster(redis) ? redis.nodes('master') : [redis]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      await Promise.all(keys.map((key) => node.del(key)));
-    } while (cursor !== '0');
-  }
-}
-
 /**
  * A Redis connection and key space (4 shards) of their own, for tests of scripts and streams
  * without an app: the keys are deleted and the connection closed after the suite (or file) this
@@ -93,6 +81,27 @@ export function processData(label: string): { DATABASE_URL: string; REDIS_PREFIX
   return data;
 }
 
+/**
+ * What an app (or anything else a test starts) is closed after: a test's own context, whose
+ * `after` runs when that test ends (`it('…', async (ctx) => { … startTestApp(ctx, …) })`), or
+ * suiteScope() for a file or a describe body.
+ */
+export interface Scope {
+  after(fn: () => unknown): void;
+}
+
+/**
+ * The scope of the file or describe body this is called in (at its top level, not in a hook or a
+ * test): what is handed to its `after` runs, in that order, once the file's or the suite's tests
+ * are done, even when it is handed over later, in a before() hook of that suite. Node 20's
+ * SuiteContext has no after() of its own: this stands in for it.
+ */
+export function suiteScope(): Scope {
+  const steps: (() => unknown)[] = [];
+  after(() => allSteps(steps.map((step) => async () => step())));
+  return { after: (fn) => void steps.push(fn) };
+}
+
 export interface TestApp {
   app: App;
   c: Container;
@@ -100,7 +109,7 @@ export interface TestApp {
   env: Record<string, string>;
   token(userId: bigint | number, admin?: boolean): Promise<string>;
   admin(): Promise<string>;
-  /** Runs once, however often it is called (its after hook calls it too). */
+  /** Runs once, however often it is called (its scope's after calls it too). */
   close(): Promise<void>;
 }
 
@@ -122,14 +131,20 @@ function once(close: () => Promise<void>): () => Promise<void> {
 
 /**
  * The app of a test file: its own database and Redis prefix, removed when it closes. It closes by
- * itself after the file, suite or test it is started in (an after hook of node:test), having
- * closed what was started on its data first; a test may close it earlier. Start it at the top
- * level of a file (`const t = await startTestApp(…)`), in a describe body or in a test, not in a
- * before() hook: there the after hook would belong to that hook and run as soon as it ends.
- * `databaseServer` lets a test reach the database through a proxy it can cut; `logTo` takes the
- * app's log lines (stdout when absent).
+ * itself after `scope` (a test's context, or suiteScope() of the file or suite that holds it),
+ * having closed what was started on its data first; a test may close it earlier: at the top level
+ * of a file `const t = await startTestApp(suiteScope(), …)`, in a test `startTestApp(ctx, …)`, and
+ * for a suite's tests `describe('…', () => { const s = suiteScope(); before(async () => { app =
+ * await startTestApp(s, …) }) })`. `databaseServer` lets a test reach the database through a proxy
+ * it can cut; `logTo` takes the app's log lines (stdout when absent).
  */
-export async function startTestApp(label: string, overrides: Record<string, string> = {}, databaseServer = DATABASE_SERVER, logTo?: DestinationStream): Promise<TestApp> {
+export async function startTestApp(
+  scope: Scope,
+  label: string,
+  overrides: Record<string, string> = {},
+  databaseServer = DATABASE_SERVER,
+  logTo?: DestinationStream,
+): Promise<TestApp> {
   const env = testEnv(label, overrides, databaseServer);
   const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }, logTo), { migrate: true });
@@ -150,7 +165,7 @@ export async function startTestApp(label: string, overrides: Record<string, stri
     ),
   };
   dependents.set(t, started);
-  after(() => t.close());
+  scope.after(() => t.close());
   return t;
 }
 
@@ -164,23 +179,23 @@ function instance(app: App, c: Container, env: Record<string, string>): Omit<Tes
   };
 }
 
-/** Registers `close` to run after the current file, suite or test, and before `first` closes. */
-function closeWithFirst(first: TestApp, close: () => Promise<void>): void {
+/** Registers `close` to run after `scope`, and before `first` closes. */
+function closeWithFirst(scope: Scope, first: TestApp, close: () => Promise<void>): void {
   const list = dependents.get(first);
   if (!list) throw new Error('startTestApp() did not start this app');
   list.push({ close });
-  after(close);
+  scope.after(close);
 }
 
 /**
  * A second container beside `first`'s (clients, worker id, caches), on the same database and
  * Redis prefix, as another process would have; `overrides` change its environment only. It closes
- * after the file, suite or test it is started in, before `first`, and leaves the data to `first`.
+ * after `scope` (as startTestApp's), before `first` in any case, and leaves the data to `first`.
  */
-export async function startSecondContainer(first: TestApp, overrides: Record<string, string> = {}): Promise<Container> {
+export async function startSecondContainer(scope: Scope, first: TestApp, overrides: Record<string, string> = {}): Promise<Container> {
   const config = loadConfig({ ...first.env, ...overrides });
   const c = await createContainer(config, pino({ level: config.logLevel }));
-  closeWithFirst(first, () => c.close());
+  closeWithFirst(scope, first, () => c.close());
   return c;
 }
 
@@ -188,7 +203,7 @@ export async function startSecondContainer(first: TestApp, overrides: Record<str
  * Another API instance beside `first`: a second container (startSecondContainer) and its own app,
  * as a second `seckill serve` would be. Closes like the container.
  */
-export async function startSecondInstance(first: TestApp, overrides: Record<string, string> = {}): Promise<TestApp> {
+export async function startSecondInstance(scope: Scope, first: TestApp, overrides: Record<string, string> = {}): Promise<TestApp> {
   const env = { ...first.env, ...overrides };
   const config = loadConfig(env);
   const c = await createContainer(config, pino({ level: config.logLevel }));
@@ -201,7 +216,7 @@ export async function startSecondInstance(first: TestApp, overrides: Record<stri
       await c.close();
     }),
   };
-  closeWithFirst(first, second.close);
+  closeWithFirst(scope, first, second.close);
   return second;
 }
 

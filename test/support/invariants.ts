@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { auditVoucher, type VoucherAudit } from '../../src/consistency/audit.js';
 import type { Container } from '../../src/container.js';
 import { segmentShards } from '../../src/vouchers/segments.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../support/wait.js';
 
 export interface VoucherTruth {
   dbStock: number;

@@ -7,7 +7,7 @@ import amqp from 'amqplib';
 import type { Db } from '../../src/infra/db/database.js';
 import type { OrderEventBody } from '../../src/events/message.js';
 import { uniqueName } from './helpers.js';
-import { waitFor } from './wait.js';
+import { waitFor } from '../../support/wait.js';
 
 export const AMQP_URL = process.env.TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 

@@ -1,9 +1,11 @@
 // A steady sale for the fault tests: `buyers` distinct users claim one unit each, `concurrency`
 // at a time, each with an Idempotency-Key of their own; a claim answered 503 or cut off is tried
-// again with the same key (as a careful client does), up to `retries` times. Every answer is kept
-// with the time it arrived, so a test can ask which admissions came after its fault.
+// again with the same key (as a careful client does), up to `retries` times (the buyers' closed
+// loop of src/loadgen/buyers.ts). Every answer is kept with the time it arrived, so a test can ask
+// which admissions came after its fault. Claims go through app.inject (injectClaims) or real HTTP
+// (httpClaims of src/loadgen/http-claims.ts).
 import assert from 'node:assert/strict';
-import { Pool } from 'undici';
+import { driveBuyers } from '../../src/loadgen/buyers.js';
 import type { TestApp } from './helpers.js';
 
 export interface ClaimAnswer {
@@ -43,56 +45,27 @@ export interface Sale {
   admitted(since?: number): string[];
 }
 
-// A buyer's pause before trying again (retryPauseMs), not a wait for a condition.
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 export function startSale({ send, firstUser, buyers, concurrency, retries = 0, retryPauseMs = 100, retryForMs = Infinity }: SaleOptions): Sale {
   const answers: ClaimAnswer[] = [];
-  const retryUntil = performance.now() + retryForMs;
-  let next = 0;
-  const one = async (user: number) => {
-    const key = `sale-${user}`;
-    for (let attempt = 0; ; attempt++) {
-      let answer: ClaimAnswer;
-      try {
-        const res = await send(user, key);
-        const body = res.body ? (JSON.parse(res.body) as { orderId?: string; code?: string }) : {};
-        const retryAfter = res.headers['retry-after'];
-        answer = { user, status: res.status, orderId: body.orderId, code: body.code, retryAfter: retryAfter === undefined ? undefined : String(retryAfter), at: performance.now() };
-      } catch (err) {
-        answer = { user, status: 0, error: (err as Error).message, at: performance.now() };
-      }
-      answers.push(answer);
-      const retryable = answer.status === 0 || answer.status === 503;
-      if (!retryable || attempt >= retries || performance.now() > retryUntil) return;
-      await sleep(retryPauseMs);
+  const attempt = async (user: number) => {
+    let answer: ClaimAnswer;
+    try {
+      const res = await send(user, `sale-${user}`);
+      const body = res.body ? (JSON.parse(res.body) as { orderId?: string; code?: string }) : {};
+      const retryAfter = res.headers['retry-after'];
+      answer = { user, status: res.status, orderId: body.orderId, code: body.code, retryAfter: retryAfter === undefined ? undefined : String(retryAfter), at: performance.now() };
+    } catch (err) {
+      answer = { user, status: 0, error: (err as Error).message, at: performance.now() };
     }
+    answers.push(answer);
+    return answer.status !== 0 && answer.status !== 503;
   };
-  const worker = async () => {
-    while (next < buyers) await one(firstUser + next++);
-  };
-  const done = Promise.all(Array.from({ length: concurrency }, worker)).then(() => undefined);
+  let next = 0;
+  const { done } = driveBuyers({ next: () => (next < buyers ? firstUser + next++ : undefined), attempt, concurrency, retries, retryPauseMs, retryForMs });
   return {
     answers,
     done,
     admitted: (since = -Infinity) => answers.filter((a) => a.status === 202 && a.at >= since).map((a) => a.orderId!),
-  };
-}
-
-/** Claims over real HTTP, on `connections` keep-alive connections to `origin`. */
-export function httpClaims(origin: string, voucherId: string, token: (user: number) => string | Promise<string>, connections: number): { send: SendClaim; close(): Promise<void> } {
-  const pool = new Pool(origin, { connections, pipelining: 1 });
-  return {
-    async send(user, key) {
-      const res = await pool.request({
-        method: 'POST',
-        path: `/api/vouchers/${voucherId}/orders`,
-        headers: { authorization: `Bearer ${await token(user)}`, 'idempotency-key': key, 'content-type': 'application/json' },
-        body: '{}',
-      });
-      return { status: res.statusCode, body: await res.body.text(), headers: res.headers };
-    },
-    close: () => pool.close(),
   };
 }
 

@@ -4,11 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
-import { claim, createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
 import { injectClaims, startSale } from '../support/sale.js';
 
-const t = await startTestApp('segments_one', { BUCKET_USER_RATE: '0', RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'segments_one', { BUCKET_USER_RATE: '0', RECONCILE_INTERVAL_MS: '0' });
 await t.c.startWorkers();
 
 describe('stock segments on one server', () => {

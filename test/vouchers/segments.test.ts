@@ -4,30 +4,18 @@
 // neither loses nor doubles a unit; the waitlist, expiry and a lost segment are handled.
 import assert from 'node:assert/strict';
 import type { Cluster } from 'ioredis';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { shardMasters } from '../../src/infra/redis/client.js';
 import { homeShard, segmentShards } from '../../src/vouchers/segments.js';
-import { claim, createVoucher, orderAction, startSecondInstance, startTestApp } from '../support/helpers.js';
+import { startClusterApp } from '../support/cluster-app.js';
+import { claim, createVoucher, orderAction, startSecondInstance, suiteScope } from '../support/helpers.js';
 import { assertInvariants, readTruth, waitForDrain } from '../support/invariants.js';
-import { startClusterTopology } from '../support/private-redis.js';
 import { injectClaims, startSale } from '../support/sale.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../support/wait.js';
 
 describe('stock segments on a Redis Cluster', async () => {
-  const cluster = await startClusterTopology();
-  const t = await startTestApp('segments', {
-    REDIS_CLUSTER_NODES: cluster.nodes,
-    SHARDS: '12',
-    EXPIRY_POLL_MS: '100',
-    RECONCILE_INTERVAL_MS: '1000',
-    BUCKET_USER_RATE: '0',
-    // Reconciliation takes over a move after 3 command timeouts and a second: 4 s here.
-    REDIS_COMMAND_TIMEOUT_MS: '1000',
-    // Entries a lane could not settle while a master refused writes are taken over soon after.
-    CLAIM_IDLE_MS: '2000',
-  });
-  after(() => cluster.stop()); // after the app: after hooks run in order
-  await t.c.startWorkers();
+  // Reconciliation takes over a move after 3 command timeouts and a second: 4 s here.
+  const { t, cluster } = await startClusterApp(suiteScope(), 'segments', 12, { REDIS_COMMAND_TIMEOUT_MS: '1000' });
   const voucherOf = async (id: string) => (await t.c.directory.get(BigInt(id)))!;
 
   it('when a voucher is created with segments: 3, then its stock is on three masters and a 20x burst buys exactly all of it', { timeout: 60_000 }, async () => {
@@ -131,11 +119,11 @@ describe('stock segments on a Redis Cluster', async () => {
     assert.equal(truth.orders.length, 60);
   });
 
-  it('when ADMIT_DURABILITY=replica, then each admission waits for the replica of its own segment\'s master', { timeout: 40_000 }, async () => {
+  it('when ADMIT_DURABILITY=replica, then each admission waits for the replica of its own segment\'s master', { timeout: 40_000 }, async (ctx) => {
     // What ADMIT_DURABILITY=replica needs of every master (checked at start-up): no writes without a replica.
     const minReplicas = (n: string) => Promise.all((t.c.redis as Cluster).nodes('master').map((m) => m.config('SET', 'min-replicas-to-write', n)));
     await minReplicas('1');
-    const durable = await startSecondInstance(t, { ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '300', LOG_LEVEL: 'warn' });
+    const durable = await startSecondInstance(ctx, t, { ADMIT_DURABILITY: 'replica', ADMIT_WAIT_TIMEOUT_MS: '300', LOG_LEVEL: 'warn' });
     const v = await createVoucher(durable, { stock: 300, segments: 3 });
     const voucher = await voucherOf(v.id);
     const [first, second] = segmentShards(voucher, t.c.keys) as [number, number];

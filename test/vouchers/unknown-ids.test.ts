@@ -5,10 +5,10 @@ import { EPOCH_MS } from '../../src/ids/snowflake.js';
 import { createVoucherDirectory, GAP_TTL_MS } from '../../src/vouchers/directory.js';
 import { createVoucherRepository } from '../../src/vouchers/repository.js';
 import type { Voucher } from '../../src/vouchers/voucher.js';
-import { createVoucher, startSecondInstance, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { createVoucher, startSecondInstance, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 
-const t = await startTestApp('unknown-ids');
+const t = await startTestApp(suiteScope(), 'unknown-ids');
 
 /** A directory of its own ("a process"), on a pool that counts the statements it runs. */
 function countedDirectory() {
@@ -88,8 +88,8 @@ describe('unknown voucher ids', () => {
     assert.equal((await directory.get(id))?.id, id, 'and it is known from then on');
   });
 
-  it('when an instance has just answered 404 for ids above every voucher, then a voucher created on another instance is found there within GAP_TTL_MS', async () => {
-    const second = await startSecondInstance(t);
+  it('when an instance has just answered 404 for ids above every voucher, then a voucher created on another instance is found there within GAP_TTL_MS', async (ctx) => {
+    const second = await startSecondInstance(ctx, t);
     const get = (app: typeof t.app, id: string) => app.inject({ method: 'GET', url: `/api/vouchers/${id}` });
     for (const app of [t.app, second.app]) assert.equal((await get(app, '9223372036854775807')).statusCode, 404);
     const v = await createVoucher(t);

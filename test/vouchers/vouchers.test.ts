@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('vouchers');
+const t = await startTestApp(suiteScope(), 'vouchers');
 
 const valid = () => ({
   title: 'Spring drop',
@@ -158,13 +158,17 @@ describe('rebuilding Redis state from the database', () => {
     assert.equal((await claim(t, v.id, 701)).json().code, 'LIMIT_EXCEEDED');
   });
 
-  it('when many claims arrive at once on a lost state, then it is rebuilt once and stock stays exact', async () => {
+  it('when many claims arrive at once on a lost state, then it is rebuilt once and stock stays exact', async (ctx) => {
     const v = await createVoucher(t, { stock: 20 });
     const id = BigInt(v.id);
     await t.c.redis.del(t.c.keys.voucher(id));
+    const rewarm = ctx.mock.method(t.c.redisState, 'rewarm');
     const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => claim(t, v.id, 900 + i)));
     assert.equal(responses.filter((r) => r.statusCode === 202).length, 20);
     assert.ok(responses.every((r) => r.statusCode === 202 || r.json().code === 'SOLD_OUT'), 'no 5xx while rebuilding');
+    const calls = rewarm.mock.calls.filter((call) => call.arguments[0].id === id);
+    const rebuilt = await Promise.all(calls.map((call) => call.result));
+    assert.equal(rebuilt.filter(Boolean).length, 1, `rebuilt by one of the ${calls.length} claims that found it missing`);
     const view = await redisView(t, v.id);
     assert.equal(view.stock, 0);
     assert.equal(view.entries.length, 20);

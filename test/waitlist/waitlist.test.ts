@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { OrderEvent } from '../../src/orders/order-pubsub.js';
-import { claim, createVoucher, orderAction, range, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
-const t = await startTestApp('waitlist', { EXPIRY_POLL_MS: '100', WAITLIST_MAX: '4' });
+const t = await startTestApp(suiteScope(), 'waitlist', { EXPIRY_POLL_MS: '100', WAITLIST_MAX: '4' });
 await t.c.startWorkers();
 
 const position = async (voucherId: string, user: number) =>

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { startBrowser } from '../support/browser.js';
-import { createVoucher, startTestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('web-docs');
+const t = await startTestApp(suiteScope(), 'web-docs');
 const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
 const browser = await startBrowser();
 const voucher = await createVoucher(t);

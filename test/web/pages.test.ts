@@ -3,10 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
-import { claim, createVoucher, redisView, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { claim, createVoucher, redisView, startTestApp, suiteScope } from '../support/helpers.js';
 
-const t = await startTestApp('web-pages');
+const t = await startTestApp(suiteScope(), 'web-pages');
 await t.c.startWorkers();
 const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
 const browser = await startBrowser();

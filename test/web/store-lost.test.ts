@@ -4,11 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
-import { createVoucher, deleteKeys, startTestApp } from '../support/helpers.js';
+import { createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { deleteKeys } from '../../support/redis-keys.js';
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 
 // No pipeline yet: the admission stays `processing` until the test loses it.
-const t = await startTestApp('web-store-lost', { ADMIT_DURABILITY: 'memory' });
+const t = await startTestApp(suiteScope(), 'web-store-lost', { ADMIT_DURABILITY: 'memory' });
 const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
 const browser = await startBrowser();
 

@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { startBrowser } from '../support/browser.js';
-import { orderAction, startTestApp } from '../support/helpers.js';
-import { waitFor } from '../support/wait.js';
+import { orderAction, startTestApp, suiteScope } from '../support/helpers.js';
+import { waitFor } from '../../support/wait.js';
 import { drawOrder } from '../../src/queue/draw-order.js';
 import { createQueueVoucher, join } from '../queue/support.js';
 
-const t = await startTestApp('web-store-queue');
+const t = await startTestApp(suiteScope(), 'web-store-queue');
 await t.c.startWorkers();
 const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
 const browser = await startBrowser();

@@ -10,9 +10,9 @@ import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
 import { dialectOf } from '../../../src/infra/db/dialect.js';
 import { isDatabaseUnreachable, isInvalidData, isTransientDbError, isUniqueViolation } from '../../../src/infra/db/errors.js';
-import { createVoucher, DATABASE_SERVER, databaseServerVia, startTestApp } from '../../support/helpers.js';
+import { createVoucher, DATABASE_SERVER, databaseServerVia, startTestApp, suiteScope } from '../../support/helpers.js';
 
-const t = await startTestApp('db_errors');
+const t = await startTestApp(suiteScope(), 'db_errors');
 const db = t.c.db;
 
 const rejection = async (work: Promise<unknown>) => {

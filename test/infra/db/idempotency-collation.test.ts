@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isUniqueViolation } from '../../../src/infra/db/errors.js';
-import { claim, createVoucher, startTestApp } from '../../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../../support/invariants.js';
 
 // One buyer sends several claims in a row; the per-buyer token bucket is not what is tested here.
-const t = await startTestApp('idem_case', { BUCKET_USER_RATE: '0' });
+const t = await startTestApp(suiteScope(), 'idem_case', { BUCKET_USER_RATE: '0' });
 
 async function threeClaims(voucherId: string, status: number) {
   const [first, second, again] = [await claim(t, voucherId, 11, { idempotencyKey: 'Ab' }), await claim(t, voucherId, 11, { idempotencyKey: 'aB' }), await claim(t, voucherId, 11, { idempotencyKey: 'Ab' })];

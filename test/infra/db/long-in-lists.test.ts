@@ -8,9 +8,9 @@ import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
 import { dialectOf } from '../../../src/infra/db/dialect.js';
-import { range, startTestApp } from '../../support/helpers.js';
+import { range, startTestApp, suiteScope } from '../../support/helpers.js';
 
-const t = await startTestApp('long_in_lists');
+const t = await startTestApp(suiteScope(), 'long_in_lists');
 const db = t.c.db;
 const LOCK_WAIT = {
   mysql: sql`set session innodb_lock_wait_timeout = 2`,

@@ -19,10 +19,10 @@ import { createEventOutbox, outboxBacklog } from '../../../src/orders/event-outb
 import { getOrderUseCase } from '../../../src/orders/get-order.js';
 import { createOrderRepository } from '../../../src/orders/repository.js';
 import { storeOrders } from '../../../src/pipeline/store-orders.js';
-import { startTestApp } from '../../support/helpers.js';
+import { startTestApp, suiteScope } from '../../support/helpers.js';
 import { AMQP_URL, tapEvents } from '../../support/order-events.js';
 
-const t = await startTestApp('query_plans', { RECONCILE_INTERVAL_MS: '0' });
+const t = await startTestApp(suiteScope(), 'query_plans', { RECONCILE_INTERVAL_MS: '0' });
 const db = t.c.db;
 const dialect = dialectOf(db);
 

@@ -7,8 +7,8 @@ import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
 import { isDatabaseUnreachable } from '../../../src/infra/db/errors.js';
-import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp } from '../../support/helpers.js';
-import { TcpProxy } from '../../support/tcp-proxy.js';
+import { createVoucher, DATABASE_PORT, databaseServerVia, startTestApp, suiteScope } from '../../support/helpers.js';
+import { TcpProxy } from '../../../support/tcp-proxy.js';
 
 const DEADLINE_MS = 400;
 
@@ -23,7 +23,7 @@ describe('a database that stops answering without closing', async () => {
   const proxy = new TcpProxy('127.0.0.1', DATABASE_PORT);
   const port = await proxy.start();
   after(() => proxy.resume()); // before the app drops its database through the proxy
-  const t = await startTestApp('stmtdeadline', { DB_STATEMENT_TIMEOUT_MS: String(DEADLINE_MS) }, databaseServerVia(port));
+  const t = await startTestApp(suiteScope(), 'stmtdeadline', { DB_STATEMENT_TIMEOUT_MS: String(DEADLINE_MS) }, databaseServerVia(port));
   after(() => proxy.stop());
 
   it('when a statement gets no answer, then it fails at the deadline as unreachable, and the next statements run on fresh connections', async () => {

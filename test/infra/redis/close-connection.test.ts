@@ -7,8 +7,8 @@ import { pino } from 'pino';
 import { closeConnection, createRedis, dedicatedConnection, dropConnection, redisReady } from '../../../src/infra/redis/connections.js';
 import type { RedisClient } from '../../../src/infra/redis/client.js';
 import { startSecondContainer, startTestApp } from '../../support/helpers.js';
-import { startPrivateRedis } from '../../support/private-redis.js';
-import { waitFor } from '../../support/wait.js';
+import { startPrivateRedis } from '../../../support/private-redis.js';
+import { waitFor } from '../../../support/wait.js';
 
 const settled = (p: Promise<unknown>) => p.then(() => 'answered', (err: Error) => `failed: ${err.message}`);
 const within = (ms: number, p: Promise<string>) => Promise.race([p, new Promise<string>((resolve) => setTimeout(() => resolve(`still pending after ${ms} ms`), ms))]);
@@ -59,12 +59,12 @@ describe('closing a connection while Redis is down', () => {
     await waitFor('the connection to end', () => conn.status === 'end', 2_000);
   });
 
-  it('when Redis dies under the running pipeline, then the workers and the whole instance still close', { timeout: 60_000 }, async () => {
+  it('when Redis dies under the running pipeline, then the workers and the whole instance still close', { timeout: 60_000 }, async (ctx) => {
     // The instance runs on a Redis of its own (the file's app, on the shared one, owns the database).
-    const first = await startTestApp('close-pipe');
+    const first = await startTestApp(ctx, 'close-pipe');
     const redis = await startPrivateRedis();
     after(() => redis.stop()); // after the instance: after hooks run in order
-    const c = await startSecondContainer(first, { REDIS_URL: redis.url, PIPELINE_LANES: '4' });
+    const c = await startSecondContainer(ctx, first, { REDIS_URL: redis.url, PIPELINE_LANES: '4' });
     await c.startWorkers();
     let refused = false;
     c.redis.on('error', (err: NodeJS.ErrnoException) => void (refused ||= err.code === 'ECONNREFUSED'));

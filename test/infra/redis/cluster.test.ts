@@ -3,27 +3,17 @@
 // payment timer and reconciliation work across slots, and when the master of a sale's slot is
 // killed under load, its replica takes over and the service carries on by itself.
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
-import { createVoucher, orderAction, startTestApp } from '../../support/helpers.js';
+import { describe, it } from 'node:test';
+import { startClusterApp } from '../../support/cluster-app.js';
+import { createVoucher, orderAction, suiteScope } from '../../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../../support/invariants.js';
-import { startClusterTopology } from '../../support/private-redis.js';
 import { assertContractAnswers, injectClaims, startSale } from '../../support/sale.js';
 import { tolerateStrayRedisRejections } from '../../support/stray-rejections.js';
-import { waitFor } from '../../support/wait.js';
+import { waitFor } from '../../../support/wait.js';
 
 describe('on a Redis Cluster', async () => {
   tolerateStrayRedisRejections(); // a killed master's slots move: MOVED replies nobody holds
-  const cluster = await startClusterTopology();
-  const t = await startTestApp('cluster', {
-    REDIS_CLUSTER_NODES: cluster.nodes,
-    SHARDS: '6',
-    EXPIRY_POLL_MS: '100',
-    RECONCILE_INTERVAL_MS: '1000',
-    CLAIM_IDLE_MS: '2000',
-    BUCKET_USER_RATE: '0', // buyers retry through the failover
-  });
-  after(() => cluster.stop()); // after the app: after hooks run in order
-  await t.c.startWorkers();
+  const { t, cluster } = await startClusterApp(suiteScope(), 'cluster', 6);
 
   it('when several sales run at once, then each sells exactly its stock and both stores agree', { timeout: 60_000 }, async () => {
     const vouchers = await Promise.all(Array.from({ length: 6 }, () => createVoucher(t, { stock: 50, paymentTimeoutSeconds: 3 })));

@@ -5,8 +5,8 @@ import { after, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { lazySubscriber } from '../../../src/infra/redis/lazy-subscriber.js';
-import { startPrivateRedis } from '../../support/private-redis.js';
-import { waitFor } from '../../support/wait.js';
+import { startPrivateRedis } from '../../../support/private-redis.js';
+import { waitFor } from '../../../support/wait.js';
 
 const server = await startPrivateRedis();
 const admin = new Redis(server.url);

@@ -9,8 +9,8 @@ import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { closeConnection, createRedis, dedicatedConnection, redisReady } from '../../../src/infra/redis/connections.js';
 import { testConfig } from '../../support/helpers.js';
-import { startSentinelTopology } from '../../support/private-redis.js';
-import { waitFor } from '../../support/wait.js';
+import { startSentinelTopology } from '../../../support/private-redis.js';
+import { waitFor } from '../../../support/wait.js';
 
 const topology = await startSentinelTopology();
 after(() => topology.stop());

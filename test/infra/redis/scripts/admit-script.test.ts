@@ -5,7 +5,7 @@ import { type AdmitClaim, AdmitCode, type AdmitOptions, MAX_ADMIT_BATCH, NO_RATE
 import { createScripts, type Scripts } from '../../../../src/infra/redis/scripts/index.js';
 import { batchAdmissions } from '../../../../src/claims/admission-batch.js';
 import { testRedis } from '../../../support/helpers.js';
-import { type PrivateRedis, startPrivateRedis } from '../../../support/private-redis.js';
+import { type PrivateRedis, startPrivateRedis } from '../../../../support/private-redis.js';
 
 const { redis, keys } = testRedis('admit', { enableAutoPipelining: true });
 const scripts = createScripts(redis, keys);

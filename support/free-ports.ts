@@ -1,4 +1,4 @@
-// Free TCP ports for the benchmarks' private Redis servers.
+// Free TCP ports for private servers (Redis, topologies, seckill processes) of tests and benches.
 import { createServer } from 'node:net';
 
 const isFree = (port: number) =>
@@ -9,8 +9,9 @@ const isFree = (port: number) =>
   });
 
 /**
- * The first of `count` consecutive free ports below Linux's ephemeral range; with `clusterBus`,
- * the ports 10000 above them (a cluster node's bus port) are free too.
+ * The first of `count` consecutive free ports, below Linux's ephemeral range (32768 and up, so
+ * that no outgoing connection takes one while its server is down); with `clusterBus`, the ports
+ * 10000 above them (a cluster node's bus port) are free too.
  */
 export async function freePorts(count: number, { clusterBus = false } = {}): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {

@@ -1,12 +1,12 @@
-// Child processes for the tests: a command run to completion, or a long-running one (a server, a
+// Child processes for the tests and benches: a command run to completion, or a long-running one (a server, a
 // worker, a redis-server) whose output is kept line by line and whose stop waits for its exit.
 // `seckill` runs from the TypeScript sources through tsx (not bin/seckill.js, which would prefer
-// a stale dist/ build), in the repository root, with the test's environment on top of this one.
+// a stale dist/ build), in the repository root, with the caller's environment on top of this one.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait.js';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECKILL = ['--import', 'tsx', 'src/main.ts'];
 
 export interface ProcessOptions {

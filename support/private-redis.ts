@@ -1,38 +1,15 @@
-// Redis servers of a test's own, on free ports, for tests that do what would disturb other test
+// Redis servers of a test's (or a bench's) own, on free ports, for what would disturb other test
 // files on the shared server (flush the script cache, restart, kill): one redis-server, or a
 // Sentinel topology (scripts/redis-topology.sh). scripts/services.sh installs redis-server, so the
 // binary is there wherever the suite runs.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { freePorts } from './free-ports.js';
 import { ROOT, run, type Running, start } from './processes.js';
 import { waitFor } from './wait.js';
-
-/** Whether nobody listens on `port` now. */
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * The first of `count` consecutive free ports, below Linux's ephemeral range (32768 and up); with
- * `clusterBus`, the ports 10000 above them (a cluster node's bus port) are free too.
- */
-async function freePortRange(count: number, { clusterBus = false } = {}): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * (clusterBus ? 2_000 : 12_000));
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    const free = await Promise.all([...ports, ...(clusterBus ? ports.map((p) => p + 10_000) : [])].map(isFree));
-    if (free.every(Boolean)) return base;
-  }
-  throw new Error(`no ${count} consecutive free ports found`);
-}
 
 /** Waits until a server answers PING on `port`; fails when `exited()` says it died first. */
 async function answering(port: number, exited: () => boolean): Promise<void> {
@@ -73,7 +50,7 @@ export interface PrivateRedis {
 
 export async function startPrivateRedis({ appendfsync }: PrivateRedisOptions = {}): Promise<PrivateRedis> {
   // Below the ephemeral range, so that no outgoing connection takes it while Redis is down.
-  const port = await freePortRange(1);
+  const port = await freePorts(1);
   const dir = mkdtempSync(join(tmpdir(), 'seckill-redis-'));
   const persistence = appendfsync ? ['--appendonly', 'yes', '--appendfsync', appendfsync] : ['--appendonly', 'no'];
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, ...persistence];
@@ -109,7 +86,7 @@ export interface ReplicatedRedis {
 /** A master and one replica on two free ports; with minReplicas, the master refuses writes without it. */
 export async function startReplicatedRedis({ minReplicas = 0 } = {}): Promise<ReplicatedRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-replica-'));
-  const port = await freePortRange(2);
+  const port = await freePorts(2);
   const started = await topology('replica', port, dir, minReplicas);
   return {
     url: `redis://127.0.0.1:${port}`,
@@ -159,7 +136,7 @@ async function topology(kind: 'replica' | 'sentinel' | 'cluster', port: number, 
  */
 export async function startSentinelTopology({ minReplicas = 0 } = {}): Promise<SentinelTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-sentinel-'));
-  const port = await freePortRange(6);
+  const port = await freePorts(6);
   const started = await topology('sentinel', port, dir, minReplicas);
   const settings = Object.fromEntries(started.settings.split(/\s+/).map((kv) => kv.split('=') as [string, string]));
   const sentinel = new Redis(port + 3, '127.0.0.1', { maxRetriesPerRequest: 1 });
@@ -206,7 +183,7 @@ export interface ClusterTopology {
 /** Three masters and three replicas (node timeout 2 s) on six free ports in a row. */
 export async function startClusterTopology(): Promise<ClusterTopology> {
   const dir = mkdtempSync(join(tmpdir(), 'seckill-cluster-'));
-  const port = await freePortRange(6, { clusterBus: true });
+  const port = await freePorts(6, { clusterBus: true });
   const started = await topology('cluster', port, dir);
   const nodes = started.settings.split('=')[1]!;
   const probe = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });

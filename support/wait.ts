@@ -1,4 +1,4 @@
-// The one way the tests wait: poll a condition until it holds, with a deadline, never a fixed
+// The one way the tests and benches wait: poll a condition until it holds, with a deadline, never a fixed
 // sleep standing in for "long enough".
 
 export type Truthy<T> = Exclude<T, false | null | undefined | 0 | ''>;
