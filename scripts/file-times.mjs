@@ -1,6 +1,10 @@
 // A node:test reporter that writes where a pass's time went: per test file, the wall time from its
 // first reported event to its last, and the sum of its top-level tests' durations, slowest first.
-// scripts/test.sh adds it beside the usual output; the table lands in .test-times/<pass>.txt.
+// scripts/test.sh adds it beside the usual output; the table lands in $TEST_TIMES_FILE, written
+// synchronously after each file's top-level test: with --test-force-exit the process may end
+// before the reporter's stream does.
+import { writeFileSync } from 'node:fs';
+
 export default async function* fileTimes(source) {
   const files = new Map();
   for await (const { type, data } of source) {
@@ -12,9 +16,13 @@ export default async function* fileTimes(source) {
       if (data.nesting === 0) f.tests += data.details?.duration_ms ?? 0;
     }
     files.set(data.file, f);
+    if (data.nesting === 0 && type !== 'test:enqueue' && type !== 'test:dequeue' && process.env.TEST_TIMES_FILE) writeFileSync(process.env.TEST_TIMES_FILE, tableOf(files));
   }
+  if (!process.env.TEST_TIMES_FILE) yield tableOf(files);
+}
+
+function tableOf(files) {
   const rows = [...files].map(([file, f]) => ({ file: file.replace(`${process.cwd()}/`, ''), wall: (f.last - f.first) / 1000, tests: f.tests / 1000 }));
   rows.sort((a, b) => b.tests - a.tests);
-  yield 'tests_s\twall_s\tfile\n';
-  for (const r of rows) yield `${r.tests.toFixed(1)}\t${r.wall.toFixed(1)}\t${r.file}\n`;
+  return `${['tests_s\twall_s\tfile', ...rows.map((r) => `${r.tests.toFixed(1)}\t${r.wall.toFixed(1)}\t${r.file}`)].join('\n')}\n`;
 }

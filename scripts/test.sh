@@ -41,9 +41,9 @@ fi
 mkdir -p .test-times
 run_tests() {
   local pass=$1; shift
-  node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit \
+  TEST_TIMES_FILE=".test-times/$pass.txt" node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit \
     --test-reporter=tap --test-reporter-destination=stdout \
-    --test-reporter=./scripts/file-times.mjs --test-reporter-destination=".test-times/$pass.txt" "$@"
+    --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "$@"
   step "$pass pass (${#@} files)"
 }
 run_tests redis-mariadb "${files[@]}"
