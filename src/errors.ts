@@ -16,6 +16,13 @@ export const ErrorCode = {
   ORDER_CANCELLED: 409,
   ORDER_PAID: 409,
   ORDER_FAILED: 409,
+  ORDER_REFUNDED: 409,
+  /** A refund of an order that is pending payment or not stored yet. */
+  ORDER_NOT_PAID: 409,
+  /** A payment whose amount or currency is not the order's; kept as refund_due. */
+  PAYMENT_MISMATCH: 409,
+  /** A webhook whose signature is missing, wrong or stale; nothing changed. */
+  INVALID_SIGNATURE: 400,
   NOT_WAITLISTED: 404,
   /** A queue voucher takes no claims: join its queue (POST /api/vouchers/:id/queue). */
   QUEUE_REQUIRED: 409,

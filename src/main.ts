@@ -46,6 +46,7 @@ command('migrate', 'create the database if missing and apply pending migrations'
 command('token', 'print a bearer token signed with JWT_SECRET', token)
   .requiredOption('--user <id>', 'user id (positive 64-bit decimal)')
   .option('--admin', 'grant the admin role')
+  .option('--service', "grant the service role (the shop's backend: payments, refunds, any order)")
   .option('--ttl <seconds>', `lifetime in seconds, at most JWT_MAX_TTL_SECONDS (default ${DEFAULT_TTL_SECONDS}, or that maximum when shorter; 0 = no expiry, only with JWT_MAX_TTL_SECONDS=0)`);
 
 command('bench', 'a flash sale (or with --queue a queued drop) against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)', bench)

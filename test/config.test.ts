@@ -59,6 +59,17 @@ const cases: Record<Key, Case> = {
   },
   eventsAmqpUrl: { good: ['amqps://u:p@mq.example:5671/shop', 'amqps://u:p@mq.example:5671/shop'], bad: ['http://127.0.0.1:5672', 'mq.example'] },
   eventsExchange: { good: ['shop:orders.v2', 'shop:orders.v2'], bad: ['has space', 'x'.repeat(256)] },
+  paymentMode: { good: ['external', 'external'], bad: ['stripe', 'EXTERNAL'] },
+  defaultCurrency: { good: ['EUR', 'EUR'], bad: ['eur', 'EURO'] },
+  stripeWebhookSecret: { good: [FREE_TEXT, FREE_TEXT], bad: [] },
+  jwtJwksUrl: { good: ['https://id.example/.well-known/jwks.json', 'https://id.example/.well-known/jwks.json'], bad: ['ftp://id.example/jwks', 'id.example'] },
+  jwtIssuer: { good: [FREE_TEXT, FREE_TEXT], bad: [] },
+  jwtAudience: { good: [FREE_TEXT, FREE_TEXT], bad: [] },
+  jwtUserClaim: { good: ['uid', 'uid'], bad: [] },
+  jwtRolesClaim: { good: ['realm_access', 'realm_access'], bad: [] },
+  webhookUrl: { good: ['https://shop.example/hooks', 'https://shop.example/hooks'], bad: ['amqp://shop.example', 'shop.example'] },
+  webhookSecret: { good: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'], bad: ['MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_not base64'] },
+  webhookMaxAgeSeconds: { good: ['60', 60], bad: ['59', '31536001'] },
   eventsPollMs: { good: ['10', 10], bad: ['0', '60001'] },
   eventsBatch: { good: ['10000', 10_000], bad: ['0', '10001'] },
   eventsConfirmTimeoutMs: { good: ['60000', 60_000], bad: ['10', '600001', 'never'] },
@@ -236,13 +247,17 @@ describe('the configuration as printed', () => {
         DATABASE_URL: 'mysql://shop:db%2Fpass@db.example:3306/shop?ssl=true',
         REDIS_URL: 'rediss://:redis-pass@cache.example:6380/2',
         EVENTS_AMQP_URL: 'amqps://mq-user:mq-pass@mq.example:5671/shop',
+        STRIPE_WEBHOOK_SECRET: 'whsec_stripe-signing',
+        WEBHOOK_SECRET: 'whsec_b3V0Z29pbmc=',
       }),
     );
     assert.equal(printed.jwtSecret, '<redacted>');
     assert.equal(printed.databaseUrl, 'mysql://shop:<redacted>@db.example:3306/shop?ssl=true');
     assert.equal(printed.redisUrl, 'rediss://:<redacted>@cache.example:6380/2');
     assert.equal(printed.eventsAmqpUrl, 'amqps://mq-user:<redacted>@mq.example:5671/shop');
-    for (const secret of ['top-secret', 'db%2Fpass', 'redis-pass', 'mq-pass']) assert.ok(!JSON.stringify(printed).includes(secret), secret);
+    assert.equal(printed.stripeWebhookSecret, '<redacted>');
+    assert.equal(printed.webhookSecret, '<redacted>');
+    for (const secret of ['top-secret', 'db%2Fpass', 'redis-pass', 'mq-pass', 'stripe-signing', 'b3V0Z29pbmc']) assert.ok(!JSON.stringify(printed).includes(secret), secret);
   });
 
   it('leaves URLs without a password and every other setting as they are', () => {

@@ -15,6 +15,8 @@ type Hook = (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) =
 export interface Guards {
   user: Hook;
   admin: Hook;
+  /** The shop's backend (role service) or an admin. */
+  service: Hook;
 }
 
 /** Callback-style hooks: verification is synchronous, so no promise per request. */
@@ -32,6 +34,16 @@ export function createGuards(tokens: TokenService): Guards {
       try {
         const principal = tokens.verify(request.headers.authorization);
         if (!principal.admin) throw new AppError('FORBIDDEN', 'admin role required');
+        request.principal = principal;
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+    service(request, _reply, done) {
+      try {
+        const principal = tokens.verify(request.headers.authorization);
+        if (!principal.admin && !principal.service) throw new AppError('FORBIDDEN', 'service or admin role required');
         request.principal = principal;
         done();
       } catch (err) {

@@ -21,6 +21,8 @@ export const CLOCK_SKEW_SECONDS = 60;
 export interface Principal {
   userId: bigint;
   admin: boolean;
+  /** The shop's backend: confirms payments, refunds, cancels and reads any order; not the admin routes. */
+  service?: boolean;
   /** When the token stops being valid (epoch ms), if it says; a stream ends then. */
   expiresAt?: number;
 }
@@ -125,16 +127,16 @@ export function createTokenService(secret: string, { maxTtlSeconds = DEFAULT_MAX
       const payload = verifier(authorization.slice(7).trim());
       const userId = typeof payload.sub === 'string' ? parseId(payload.sub) : null;
       if (userId === null) throw new AppError('UNAUTHORIZED', 'token subject must be a positive 64-bit decimal user id');
-      return { userId, admin: payload.role === 'admin', ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}) };
+      return { userId, admin: payload.role === 'admin', service: payload.role === 'service', ...(typeof payload.exp === 'number' ? { expiresAt: payload.exp * 1000 } : {}) };
     },
-    async sign({ userId, admin }, ttlSeconds) {
+    async sign({ userId, admin, service }, ttlSeconds) {
       const problem = ttlProblem(ttlSeconds, maxTtlSeconds);
       if (problem !== null) throw new Error(`ttl ${ttlSeconds} ${problem}`);
       const now = Math.floor(Date.now() / 1000);
       return signer({
         sub: userId.toString(),
         iat: now,
-        ...(admin ? { role: 'admin' } : {}),
+        ...(admin ? { role: 'admin' } : service ? { role: 'service' } : {}),
         ...(ttlSeconds !== 0 ? { exp: now + ttlSeconds } : {}),
       });
     },

@@ -8,11 +8,13 @@ export const DEFAULT_TTL_SECONDS = 3600;
 export interface TokenOptions {
   user: string;
   admin?: boolean;
+  service?: boolean;
   ttl?: string;
 }
 
-/** `seckill token --user ID [--admin] [--ttl S]`: prints a bearer token signed with JWT_SECRET. */
+/** `seckill token --user ID [--admin | --service] [--ttl S]`: prints a bearer token signed with JWT_SECRET. */
 export async function token(config: Config, options: TokenOptions): Promise<void> {
+  if (options.admin && options.service) throw new Error('--admin and --service exclude each other');
   const userId = parseId(options.user);
   if (userId === null) throw new Error(`--user must be a positive 64-bit decimal id, got "${options.user}"`);
   const maxTtlSeconds = config.jwtMaxTtlSeconds;
@@ -21,5 +23,5 @@ export async function token(config: Config, options: TokenOptions): Promise<void
   // The setting and the option disagree: a configuration error (exit 2), like an invalid setting.
   const problem = ttlProblem(ttl, maxTtlSeconds);
   if (problem !== null) throw new ConfigError(`--ttl ${ttl} ${problem}`);
-  console.log(await createTokenService(config.jwtSecret, { maxTtlSeconds }).sign({ userId, admin: Boolean(options.admin) }, ttl));
+  console.log(await createTokenService(config.jwtSecret, { maxTtlSeconds }).sign({ userId, admin: Boolean(options.admin), service: Boolean(options.service) }, ttl));
 }

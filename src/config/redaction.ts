@@ -15,9 +15,10 @@ function withoutPassword(raw: string): string {
   return `${u.protocol}//${u.username}:${REDACTED}@${u.host}${u.pathname}${u.search}${u.hash}`;
 }
 
-/** The configuration as `seckill config` prints it: the JWT secret and every password in a URL redacted. */
+/** The configuration as `seckill config` prints it: the signing secrets and every password in a URL redacted. */
 export function redactedConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(config)) out[key] = typeof value === 'string' ? withoutPassword(value) : value;
-  return { ...out, jwtSecret: REDACTED };
+  const secret = (value: string) => (value === '' ? '' : REDACTED);
+  return { ...out, jwtSecret: REDACTED, stripeWebhookSecret: secret(config.stripeWebhookSecret), webhookSecret: secret(config.webhookSecret) };
 }
