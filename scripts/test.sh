@@ -80,7 +80,7 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.t
   test/vouchers/segments.test.ts test/docs/configuration-doc.test.ts test/chaos/checker.test.ts \
   test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts \
   test/infra/redis/stray-rejections.test.ts test/infra/redis/sentinel-reconnect.test.ts test/infra/redis/scripts/presence-script.test.ts \
-  test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts test/cli/bench-queue.test.ts; do
+  test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts test/cli/bench-queue.test.ts test/client/client-schema.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1
 done
