@@ -67,6 +67,8 @@ command('bench', 'a flash sale (or with --queue a queued drop) against a running
   .option('--requests <count>', 'stop sending after this many requests (default: each buyer once, each repeater once more)')
   .option('--timeout <seconds>', 'a request with no answer after this long counts as unanswered', '30')
   .option('--pay <share>', 'after the sale, pay this share of the orders and wait for the rest to expire', '0')
+  .option('--pay-by <who>', 'who pays with --pay: buyers (PAYMENT_MODE=simulated) or stripe (the shop, through the Stripe webhook signed with STRIPE_WEBHOOK_SECRET; one payment more arrives late)', 'buyers')
+  .option('--price <minor units>', 'price of the voucher created', '0')
   .option('--drain-timeout <seconds>', 'longest wait for every admitted order to be stored', '120')
   .option('--compare', 'the same buyers against a seckill, a limited and a common voucher, side by side')
   .option('--queue', 'a queued drop: a queue voucher whose pre-queue every buyer joins once; then the draw at its start, every standing read, the draw re-checked (not with --compare or --pay)')

@@ -13,6 +13,13 @@ import { machineInfo } from '../loadgen/machine.js';
 import { runQueueBench } from '../loadgen/queue-drop.js';
 import { compareText, machineLine, runText } from '../loadgen/text-report.js';
 
+/** --pay-by: the buyers, or the shop through the Stripe webhook (which needs the endpoint's secret). */
+function payer(config: Config, payBy: string): 'buyers' | 'stripe' {
+  if (payBy !== 'buyers' && payBy !== 'stripe') throw new Error(`--pay-by must be buyers or stripe, got "${payBy}"`);
+  if (payBy === 'stripe' && config.stripeWebhookSecret === '') throw new Error('--pay-by stripe signs the webhook events with STRIPE_WEBHOOK_SECRET: set it to the deployment\'s');
+  return payBy;
+}
+
 export interface BenchFlags {
   url?: string;
   secret?: string;
@@ -31,6 +38,8 @@ export interface BenchFlags {
   requests?: string;
   timeout: string;
   pay: string;
+  payBy: string;
+  price: string;
   drainTimeout: string;
   compare?: boolean;
   queue?: boolean;
@@ -112,6 +121,8 @@ export async function benchOptions(config: Config, flags: BenchFlags): Promise<C
     seconds: flags.duration === undefined ? undefined : count('duration', flags.duration, 1),
     requestTimeoutMs: count('timeout', flags.timeout, 1) * 1000,
     payShare: fraction('pay', flags.pay),
+    price: count('price', flags.price, 0),
+    ...(payer(config, flags.payBy) === 'stripe' ? { stripeSecret: config.stripeWebhookSecret } : {}),
     drainTimeoutMs: count('drain-timeout', flags.drainTimeout, 1) * 1000,
     progress: flags.progress ? process.stderr : null,
     queue: Boolean(flags.queue),

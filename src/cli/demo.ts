@@ -1,8 +1,9 @@
 // `seckill demo`: a real flash sale on this machine, end to end. It starts the API and the workers
 // in this process (own database and key prefix), then runs the bench engine against it: many
 // distinct buyers, each with their own token, race over HTTP for a few units (some retry with the
-// same Idempotency-Key, some try again with a new one); half of the winners pay, the others let
-// their orders expire; both stores are audited after the sale and again after the expiry. The
+// same Idempotency-Key, some try again with a new one); the shop confirms half of the orders as
+// paid through the Stripe webhook, the others expire, and one payment arrives after its order
+// expired (kept as refund_due); both stores are audited after the sale and again after the expiry. The
 // console and store URLs are printed before the sale, and --keep leaves the service up afterwards.
 import { buildApp } from '../app.js';
 import { ttlWithin } from '../auth/tokens.js';
@@ -34,6 +35,8 @@ export interface DemoOptions {
 const CONNECTIONS = 256;
 const DATABASE_NAMES = { mysql: 'MariaDB', postgres: 'PostgreSQL' } as const;
 const FIRST_BUYER = 1_000_001n;
+/** 19.99 in DEFAULT_CURRENCY. */
+const DEMO_PRICE = 1999;
 
 /** Resolves at the first SIGINT or SIGTERM (the handlers replace the default exit meanwhile). */
 function untilStopped(): Promise<NodeJS.Signals> {
@@ -70,11 +73,11 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
     });
     // Created here rather than by the bench, so that its store page can be named before the sale.
     const setup = new Deployment(url, credentials.admin);
-    const voucher = await setup.createVoucher({ kind: 'seckill', stock, paymentTimeoutSeconds }).finally(() => setup.close());
+    const voucher = await setup.createVoucher({ kind: 'seckill', stock, paymentTimeoutSeconds, price: DEMO_PRICE }).finally(() => setup.close());
     console.log(
       `\nFlash sale: ${int(stock)} units for ${int(buyers)} buyers (${CONNECTIONS} at a time), API and workers at ${url}` +
-        `\n(database ${new URL(config.databaseUrl).pathname.slice(1)}, Redis prefix ${config.redisPrefix}). Half of the winners pay;` +
-        ` the others let their order expire after ${paymentTimeoutSeconds} s.\n${demoLinks(url, voucher.id)}\n`,
+        `\n(database ${new URL(config.databaseUrl).pathname.slice(1)}, Redis prefix ${config.redisPrefix}). The shop confirms half of the` +
+        ` orders as paid through the Stripe webhook; the others expire after ${paymentTimeoutSeconds} s, and one payment arrives late.\n${demoLinks(url, voucher.id)}\n`,
     );
     const run = await runBench({
       url,
@@ -89,6 +92,7 @@ export async function demo(baseConfig: Config, options: DemoOptions): Promise<vo
       connections: CONNECTIONS,
       requestTimeoutMs: 30_000,
       payShare: 0.5,
+      stripeSecret: config.stripeWebhookSecret,
       drainTimeoutMs: 120_000,
       progress: process.stderr,
     });

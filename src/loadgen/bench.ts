@@ -11,7 +11,8 @@ import { driveLoad, type LoadWindow } from './driver.js';
 import { type LatencySummary } from './histogram.js';
 import { type CpuWindow, measureCpu } from './machine.js';
 import { type MonitorSample, VoucherMonitor } from './monitor.js';
-import { type PaymentReport, payAndLetExpire } from './payments.js';
+import { buyersPay, type PaymentReport, payAndLetExpire } from './payments.js';
+import { stripePayments } from './stripe-payments.js';
 import { RequestPlan } from './plan.js';
 import type { DrawVerdict } from '../queue/verify.js';
 import { ProgressLine } from './progress.js';
@@ -42,6 +43,13 @@ export interface BenchOptions {
   requestTimeoutMs: number;
   /** Share of the orders (0..1) paid after the sale; the others are left to expire. */
   payShare: number;
+  /** Price of the voucher the bench creates, in minor units (default 0: a free claim). */
+  price?: number;
+  /**
+   * Set: the shop pays, through the Stripe webhook signed with this secret (the deployment's
+   * STRIPE_WEBHOOK_SECRET), and one payment arrives after its order expired. Unset: the buyers pay.
+   */
+  stripeSecret?: string;
   drainTimeoutMs: number;
   /** Where the live progress line goes (null: none). */
   progress: NodeJS.WriteStream | null;
@@ -119,7 +127,7 @@ export interface BenchRun {
 }
 
 async function voucherFor(deployment: Deployment, o: BenchOptions): Promise<VoucherView> {
-  if (!o.voucherId) return deployment.createVoucher({ kind: o.kind, stock: o.stock, paymentTimeoutSeconds: o.paymentTimeoutSeconds });
+  if (!o.voucherId) return deployment.createVoucher({ kind: o.kind, stock: o.stock, paymentTimeoutSeconds: o.paymentTimeoutSeconds, price: o.price });
   const voucher = await deployment.voucher(o.voucherId);
   // Its claims would all be refused (QUEUE_REQUIRED): buyers join its queue instead.
   if (voucher.queue) throw new Error(`voucher ${voucher.id} is a queue voucher: bench it with --queue`);
@@ -197,12 +205,14 @@ export async function sell(
 /** Buyers pay a share of the orders, the rest expire; then both stores are audited again. */
 async function payAndAudit(deployment: Deployment, voucher: VoucherView, recorder: SaleRecorder, o: BenchOptions): Promise<NonNullable<BenchRun['payments']>> {
   o.progress?.write(
-    `paying ${Math.round(o.payShare * 100)}% of ${recorder.orderIds.length} orders, then waiting for the others to expire (payment window ${voucher.paymentTimeoutSeconds} s)…\n`,
+    `${o.stripeSecret ? 'the shop confirms through the Stripe webhook' : 'buyers pay'} ${Math.round(o.payShare * 100)}% of ${recorder.orderIds.length} orders, then waiting for the others to expire (payment window ${voucher.paymentTimeoutSeconds} s)…\n`,
   );
   const report = await payAndLetExpire(deployment, voucher.id, voucher.paymentTimeoutSeconds, {
     orderIds: recorder.orderIds,
-    buyerOf: (orderId) => o.credentials.buyers[recorder.buyerOf.get(orderId)!]!,
     share: o.payShare,
+    payer: o.stripeSecret
+      ? stripePayments(deployment, o.stripeSecret)
+      : buyersPay(deployment, (orderId) => o.credentials.buyers[recorder.buyerOf.get(orderId)!]!),
   });
   return { ...report, audit: await deployment.audit(voucher.id, recorder.orderIds) };
 }

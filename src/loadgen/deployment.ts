@@ -26,8 +26,25 @@ export interface NewVoucher {
   kind: VoucherKind;
   stock: number;
   paymentTimeoutSeconds: number;
+  /** Minor units of DEFAULT_CURRENCY (default 0: a free claim). */
+  price?: number;
   /** A queue voucher whose pre-queue opens now and is drawn at this start (default: on sale now, no queue). */
   queuedUntil?: Date;
+}
+
+export interface OrderRead {
+  id: string;
+  status: string;
+  amount: number;
+  currency: string;
+}
+
+export interface PaymentRead {
+  paymentId: string;
+  orderId: string;
+  provider: string;
+  status: string;
+  reason: string | null;
 }
 
 /** An admin call the deployment refused (unexpected status) or did not answer. */
@@ -50,9 +67,9 @@ export class Deployment {
   }
 
   /** `authorization` null: as anyone (a public route). */
-  private async call(method: string, route: string, body?: unknown, authorization: string | null = this.admin): Promise<JsonResponse> {
+  private async call(method: string, route: string, body?: unknown, authorization: string | null = this.admin, headers: Record<string, string> = {}): Promise<JsonResponse> {
     try {
-      return await this.client.request(method, this.path(route), { body, headers: authorization === null ? {} : { authorization } });
+      return await this.client.request(method, this.path(route), { body, headers: authorization === null ? headers : { ...headers, authorization } });
     } catch (err) {
       throw new DeploymentError(`${method} ${route}: ${(err as Error).message} (is the deployment at ${this.baseUrl} running?)`);
     }
@@ -64,7 +81,7 @@ export class Deployment {
     return res.body as T;
   }
 
-  createVoucher({ kind, stock, paymentTimeoutSeconds, queuedUntil }: NewVoucher): Promise<VoucherView> {
+  createVoucher({ kind, stock, paymentTimeoutSeconds, price, queuedUntil }: NewVoucher): Promise<VoucherView> {
     const now = Date.now();
     const beginAt = queuedUntil?.getTime() ?? now - 1000;
     return this.expect('POST', '/api/vouchers', 201, {
@@ -72,6 +89,7 @@ export class Deployment {
       kind,
       stock,
       paymentTimeoutSeconds,
+      ...(price === undefined ? {} : { price }),
       beginAt: new Date(beginAt).toISOString(),
       endAt: new Date(beginAt + SALE_HOURS * 3_600_000).toISOString(),
       ...(queuedUntil ? { queue: { opensAt: new Date(now - 1000).toISOString() } } : {}),
@@ -104,6 +122,21 @@ export class Deployment {
   async pay(orderId: string, buyerAuthorization: string): Promise<{ status: number; code: string | null }> {
     const res = await this.call('POST', `/api/orders/${orderId}/pay`, undefined, buyerAuthorization);
     return { status: res.status, code: typeof res.body.code === 'string' ? res.body.code : null };
+  }
+
+  /** An order as the admin reads it (any buyer's). */
+  order(orderId: string): Promise<OrderRead> {
+    return this.expect('GET', `/api/orders/${orderId}`, 200);
+  }
+
+  /** A webhook event as Stripe sends it: `signature` is its Stripe-Signature header for exactly JSON.stringify(event). */
+  async stripeEvent(event: object, signature: string): Promise<number> {
+    return (await this.call('POST', '/api/payments/stripe', event, null, { 'stripe-signature': signature })).status;
+  }
+
+  /** Payments the deployment kept with this status, newest first. */
+  async payments(status: 'applied' | 'refund_due', limit = 500): Promise<PaymentRead[]> {
+    return (await this.expect<{ payments: PaymentRead[] }>('GET', `/api/payments?status=${status}&limit=${limit}`, 200)).payments;
   }
 
   close(): void {

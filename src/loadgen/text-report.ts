@@ -141,6 +141,7 @@ export function runText(run: BenchRun): string {
       ...table([
         ['paid', `${int(p.paid)} of ${int(p.attempted)} tried: ${outcomeList(p.outcomes)}`],
         ['expiry', expiry],
+        ...(p.late ? [['late payment', `order ${p.late.orderId}: ${p.late.keptAsRefundDue ? 'kept as refund_due, the order still expired' : 'NOT kept as refund_due'}`]] : []),
         ['stores after', stores(p.audit)],
       ], 'left'),
     );

@@ -110,6 +110,9 @@ export function judge({ baseline, perUserLimit, client, drainLagMs, audit, payme
         detail: report.expiredAfterS === null ? 'orders still pending at the timeout' : `${after.orders.expired ?? 0} expired; stock back to ${after.dbStock} (DB) / ${after.redisStock ?? '-'} (Redis)`,
       });
     }
+    if (report.late) {
+      checks.push({ name: 'a payment after the expiry is kept as refund_due', ok: report.late.keptAsRefundDue, detail: `order ${report.late.orderId}` });
+    }
   }
   return {
     ok: oversold === 0 && lost === 0 && duplicated === 0 && checks.every((c) => c.ok),

@@ -41,7 +41,7 @@ describe('seckill bench --queue against a running deployment', { concurrency: tr
   /** The command line's defaults, for runs in this process. */
   const flags: BenchFlags = {
     url, secret: t.c.config.jwtSecret, users: '5', kind: 'seckill', stock: '5', paymentTimeout: '900', firstUser: '8200000', repeat: '0.2',
-    sameKey: '0.5', seed: '1', connections: '16', timeout: '30', pay: '0', drainTimeout: '30', progress: false,
+    sameKey: '0.5', seed: '1', connections: '16', timeout: '30', pay: '0', payBy: 'buyers', price: '0', drainTimeout: '30', progress: false,
   };
 
   /** Orders of the voucher in the database, by status, and who holds them. */
