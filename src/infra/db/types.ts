@@ -121,6 +121,22 @@ export interface QueuePrequeueTable {
   joined_us: ColumnType<string, string, string>;
 }
 
+/** Stripe events applied (payments/stripe-deliveries.ts), each written with its effect. */
+export interface StripeEventsTable {
+  event_id: string;
+  type: string;
+  deliveries: number;
+  received_at: Generated<Date>;
+}
+
+/** Stripe refunds that arrived before the payment they refund (payments/stripe-settle.ts). */
+export interface StripeHeldRefundsTable {
+  event_id: string;
+  order_id: Id;
+  payment_intent: string;
+  received_at: Generated<Date>;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
@@ -131,4 +147,6 @@ export interface Database {
   queue_draws: QueueDrawsTable;
   queue_entrants: QueueEntrantsTable;
   queue_prequeue: QueuePrequeueTable;
+  stripe_events: StripeEventsTable;
+  stripe_held_refunds: StripeHeldRefundsTable;
 }
