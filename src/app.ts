@@ -25,6 +25,7 @@ import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
 import { registerWebRoutes } from './web/routes.js';
+import { type PaymentRouteDeps, registerPaymentRoutes } from './payments/routes.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -48,6 +49,7 @@ export interface AppDeps {
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
   queue: Omit<QueueRouteDeps, 'guards'>;
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
+  payments: Omit<PaymentRouteDeps, 'guards'>;
 }
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -135,6 +137,7 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
   registerClaimTokenRoute(app, { guards, directory: deps.claims.directory, ...deps.claimTokens });
   registerOrderRoutes(app, { guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards, ...deps.lifecycle });
+  registerPaymentRoutes(app, { guards, ...deps.payments });
   registerWaitlistRoutes(app, { guards, ...deps.waitlist });
   registerQueueRoutes(app, { guards, ...deps.queue });
   registerConsistencyRoutes(app, { guards, metrics: deps.metrics, ...deps.consistency });

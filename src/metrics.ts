@@ -42,6 +42,8 @@ export interface Metrics {
   queueAdmissions: Counter<'by'>;
   /** Seconds from beginAt to a draw's first places admitted. */
   queueDrawSeconds: Histogram;
+  /** Payments recorded, by outcome: applied, or refund_due's reason (late, duplicate, mismatch). */
+  payments: Counter<'outcome'>;
   /** Counts one delivery of POST /api/payments/stripe by what it did (payments/stripe-settle.ts). */
   countStripeEvent(outcome: string): void;
 }
@@ -59,6 +61,12 @@ export function createMetrics(): Metrics {
     ...eventMetrics(registry),
     ...streamMetrics(registry),
     ...queueMetrics(registry),
+    payments: new Counter({
+      name: 'seckill_payments_total',
+      help: 'Payments recorded (a repeated one is not counted again), by outcome: applied, or kept refund_due as late, duplicate or mismatch.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
     ...paymentMetrics(registry),
   };
 }

@@ -117,6 +117,8 @@ describe('order pipeline', () => {
       quantity: 1,
       status: 'pending_payment',
       createdAt: new Date(0),
+      amount: 0,
+      currency: 'USD',
       paymentTimeoutSeconds: 60,
       failureReason: null,
     };
