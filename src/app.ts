@@ -26,6 +26,7 @@ import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/route
 import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
 import { registerWebRoutes } from './web/routes.js';
 import { type PaymentRouteDeps, registerPaymentRoutes } from './payments/routes.js';
+import { registerStripeWebhook, type StripeWebhookDeps } from './payments/stripe-webhook.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -50,6 +51,7 @@ export interface AppDeps {
   queue: Omit<QueueRouteDeps, 'guards'>;
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
   payments: Omit<PaymentRouteDeps, 'guards'>;
+  stripeWebhook: StripeWebhookDeps;
 }
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -141,6 +143,7 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
   registerWaitlistRoutes(app, { guards, ...deps.waitlist });
   registerQueueRoutes(app, { guards, ...deps.queue });
   registerConsistencyRoutes(app, { guards, metrics: deps.metrics, ...deps.consistency });
+  registerStripeWebhook(app, deps.stripeWebhook);
   registerWebRoutes(app);
 }
 

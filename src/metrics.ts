@@ -67,7 +67,7 @@ export function createMetrics(): Metrics {
       labelNames: ['outcome'],
       registers: [registry],
     }),
-    ...paymentMetrics(registry),
+    ...stripeMetrics(registry),
   };
 }
 
@@ -91,7 +91,7 @@ function queueMetrics(registry: Registry): Pick<Metrics, 'queueJoins' | 'queueAd
 }
 
 /** Deliveries of Stripe's webhook by outcome. */
-function paymentMetrics(registry: Registry): Pick<Metrics, 'countStripeEvent'> {
+function stripeMetrics(registry: Registry): Pick<Metrics, 'countStripeEvent'> {
   const events = new Counter({
     name: 'seckill_stripe_events_total',
     help:

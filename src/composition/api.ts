@@ -21,6 +21,8 @@ import { confirmPaymentUseCase } from '../payments/confirm-payment.js';
 import { listPaymentsUseCase } from '../payments/list-payments.js';
 import { type ConfirmPayment, type RefundOrder, SYSTEM } from '../payments/payment.js';
 import { refundOrderUseCase } from '../payments/refund-order.js';
+import { stripeDeliveries } from '../payments/stripe-deliveries.js';
+import { settleStripeEventUseCase } from '../payments/stripe-settle.js';
 import { AppError } from '../errors.js';
 import { listOrdersUseCase } from '../orders/list-orders.js';
 import { createOrderRepository } from '../orders/repository.js';
@@ -102,6 +104,11 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     payments: { confirmPayment, refundOrder, listPayments: listPaymentsUseCase(db) },
+    stripeWebhook: {
+      secret: config.stripeWebhookSecret,
+      settle: settleStripeEventUseCase({ deliveries: stripeDeliveries(db), confirmPayment, refundOrder, findOrder }),
+      count: metrics.countStripeEvent,
+    },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
     queue: { queue: core.queue, repository: core.queueRepository },
     consistency: {

@@ -3,12 +3,19 @@
 // applied once however often, and however concurrently, Stripe delivers it.
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { dialectOf } from '../infra/db/dialect.js';
-import type { Database } from '../infra/db/types.js';
+import type { Database, PaymentStatus } from '../infra/db/types.js';
 
 export interface HeldRefund {
   eventId: string;
   orderId: string;
   paymentIntent: string;
+}
+
+/** A payment of an order as its record says. */
+export interface RecordedPayment {
+  provider: string;
+  paymentId: string;
+  status: PaymentStatus;
 }
 
 export interface StripeDeliveries {
@@ -23,6 +30,8 @@ export interface StripeDeliveries {
   hold(refund: HeldRefund): Promise<void>;
   heldFor(orderId: bigint): Promise<HeldRefund[]>;
   release(eventId: string): Promise<void>;
+  /** The payments recorded for the order, which decide what its held refunds do. */
+  paymentsOf(orderId: bigint): Promise<RecordedPayment[]>;
 }
 
 export function stripeDeliveries(db: Kysely<Database>): StripeDeliveries {
@@ -54,6 +63,10 @@ export function stripeDeliveries(db: Kysely<Database>): StripeDeliveries {
     },
     async release(eventId) {
       await db.deleteFrom('stripe_held_refunds').where('event_id', '=', eventId).execute();
+    },
+    async paymentsOf(orderId) {
+      const rows = await db.selectFrom('payments').select(['provider', 'payment_id', 'status']).where('order_id', '=', orderId.toString()).execute();
+      return rows.map((r) => ({ provider: r.provider, paymentId: r.payment_id, status: r.status }));
     },
   };
 }

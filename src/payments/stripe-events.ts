@@ -3,6 +3,7 @@
 import Stripe from 'stripe';
 import { AppError } from '../errors.js';
 import { parseId } from '../id-text.js';
+import type { PaymentInput } from './payment.js';
 
 /** Stripe's own tolerance: a signature older than this many seconds is refused (replays). */
 export const SIGNATURE_TOLERANCE_SECONDS = 300;
@@ -42,20 +43,11 @@ export function verifyStripeEvent(rawBody: unknown, signature: string | string[]
 /** Longest event id kept (the column's width); Stripe's are far shorter. */
 export const EVENT_ID_MAX = 255;
 
-export interface PaymentAction {
-  orderId: bigint;
-  provider: string;
-  paymentId: string;
-  amount: number;
-  /** Upper case: Stripe writes `usd`, the vouchers `USD`. */
-  currency: string;
-}
-
 /** Why a verified event changes nothing (the metric's outcome label). */
 export type IgnoreReason = 'other_type' | 'not_paid' | 'bad_metadata' | 'bad_object' | 'partial_refund';
 
 export type StripeAction =
-  | { confirm: PaymentAction }
+  | { confirm: PaymentInput }
   /** A full refund of the charge of `paymentIntent`, for the order it paid. */
   | { refund: { orderId: bigint; paymentIntent: string } }
   | { ignore: IgnoreReason };
@@ -71,14 +63,14 @@ function orderIdOf(object: Fields): bigint | null {
   return isFields(metadata) && typeof metadata.orderId === 'string' ? parseId(metadata.orderId) : null;
 }
 
-/** A payment Stripe reports: its intent's id, the amount and currency received. */
+/** A payment Stripe reports: its intent's id, the amount and currency received (compared case-insensitively). */
 function confirm(object: Fields, paymentId: unknown, amount: unknown): StripeAction {
   const orderId = orderIdOf(object);
   if (orderId === null) return { ignore: 'bad_metadata' };
   // A checkout session may carry its intent expanded (an object with the id).
   const id = isFields(paymentId) ? paymentId.id : paymentId;
   if (!isId(id) || !isAmount(amount) || typeof object.currency !== 'string') return { ignore: 'bad_object' };
-  return { confirm: { orderId, provider: STRIPE_PROVIDER, paymentId: id, amount, currency: object.currency.toUpperCase() } };
+  return { confirm: { orderId, provider: STRIPE_PROVIDER, paymentId: id, amount, currency: object.currency } };
 }
 
 /** What a verified event asks of the engine. */

@@ -3,23 +3,11 @@
 // refunds the order it paid. A refund that arrives before its payment is held and applied right
 // after that payment: the payment path applies the holds after its commit, the refund path
 // applies its hold after writing it, so whichever commits last sees the other's row.
-import type { Transaction } from 'kysely';
 import { AppError } from '../errors.js';
-import type { Database } from '../infra/db/types.js';
 import type { OrderView } from '../orders/order.js';
-import type { StripeDeliveries } from './stripe-deliveries.js';
-import { type IgnoreReason, type PaymentAction, STRIPE_PROVIDER, stripeAction, type StripeEvent } from './stripe-events.js';
-
-type Once = (trx: Transaction<Database>) => Promise<boolean>;
-type PaymentOutcome = { kind: 'applied' | 'refund_due' | 'processing' | 'not_found' | 'replayed' };
-type RefundOutcome = { kind: 'refunded' | 'not_paid' | 'not_found' | 'replayed' | 'refused' };
-
-/** A payment of an order as its record says. */
-export interface RecordedPayment {
-  provider: string;
-  paymentId: string;
-  status: 'applied' | 'refund_due';
-}
+import type { ConfirmPayment, PaymentInput, RefundOrder, RefundOutcome } from './payment.js';
+import type { RecordedPayment, StripeDeliveries } from './stripe-deliveries.js';
+import { type IgnoreReason, STRIPE_PROVIDER, stripeAction, type StripeEvent } from './stripe-events.js';
 
 /** What became of a verified event (the metric's outcome label). */
 export type StripeOutcome =
@@ -38,11 +26,10 @@ export type StripeOutcome =
 
 export interface StripeSettleDeps {
   deliveries: StripeDeliveries;
-  confirmPayment(input: PaymentAction, once: Once): Promise<PaymentOutcome>;
-  refundOrder(orderId: bigint, options: { restock?: boolean }, once: Once): Promise<RefundOutcome>;
+  confirmPayment: ConfirmPayment;
+  refundOrder: RefundOrder;
   /** The order as anyone reads it (stored or in flight), null when there is none. */
   findOrder(orderId: bigint): Promise<OrderView | null>;
-  paymentsOf(orderId: bigint): Promise<RecordedPayment[]>;
 }
 
 const REFUND_OUTCOME: Record<RefundOutcome['kind'], StripeOutcome> = {
@@ -53,20 +40,18 @@ const REFUND_OUTCOME: Record<RefundOutcome['kind'], StripeOutcome> = {
   not_found: 'unknown_order',
 };
 
-export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrder, findOrder, paymentsOf }: StripeSettleDeps) {
-  const once = (eventId: string, type: string): Once => (trx) => deliveries.firstDelivery(trx, eventId, type);
-
+export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrder, findOrder }: StripeSettleDeps) {
   /** Applies or drops the refunds held for the order, as far as its payments allow; the outcome of each. */
   async function settleHeld(orderId: bigint): Promise<Map<string, StripeOutcome>> {
     const outcomes = new Map<string, StripeOutcome>();
     const held = await deliveries.heldFor(orderId);
     if (held.length === 0) return outcomes;
-    const payments = await paymentsOf(orderId);
+    const payments = await deliveries.paymentsOf(orderId);
     const applied = payments.find((p) => p.status === 'applied');
     for (const refund of held) {
       const ofIntent = (p: RecordedPayment) => p.provider === STRIPE_PROVIDER && p.paymentId === refund.paymentIntent;
       if (applied && ofIntent(applied)) {
-        const outcome = await refundOrder(orderId, { restock: true }, once(refund.eventId, 'charge.refunded'));
+        const outcome = await refundOrder(orderId, { restock: true }, (trx) => deliveries.firstDelivery(trx, refund.eventId, 'charge.refunded'));
         outcomes.set(refund.eventId, REFUND_OUTCOME[outcome.kind]);
       } else if (applied || payments.some(ofIntent)) {
         // The order took another payment, or this one came too late: the refund undoes nothing here.
@@ -79,8 +64,8 @@ export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrd
     return outcomes;
   }
 
-  async function pay(event: StripeEvent, payment: PaymentAction): Promise<StripeOutcome> {
-    const outcome = await confirmPayment(payment, once(event.id, event.type));
+  async function pay(event: StripeEvent, payment: PaymentInput): Promise<StripeOutcome> {
+    const outcome = await confirmPayment(payment, (trx) => deliveries.firstDelivery(trx, event.id, event.type));
     // Not stored yet: a non-2xx makes Stripe deliver the event again.
     if (outcome.kind === 'processing') throw new AppError('ORDER_PROCESSING', `order ${payment.orderId} is not stored yet; deliver again`);
     if (outcome.kind === 'not_found') return 'unknown_order';

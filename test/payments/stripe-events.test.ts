@@ -53,14 +53,14 @@ describe('verifying a Stripe event on its raw bytes', () => {
 describe('what a verified event asks of the engine', () => {
   const metadata = { orderId: '42' };
 
-  it('when a payment intent succeeded, then its amount received confirms a stripe payment in upper-case currency', () => {
+  it('when a payment intent succeeded, then its amount received and currency confirm a stripe payment', () => {
     const action = stripeAction(event('payment_intent.succeeded', { id: 'pi_1', amount_received: 1500, amount: 2000, currency: 'eur', metadata }));
-    assert.deepEqual(action, { confirm: { orderId: 42n, provider: 'stripe', paymentId: 'pi_1', amount: 1500, currency: 'EUR' } });
+    assert.deepEqual(action, { confirm: { orderId: 42n, provider: 'stripe', paymentId: 'pi_1', amount: 1500, currency: 'eur' } });
   });
 
   it('when a checkout session completed paid, then its payment intent (id or expanded) and total confirm the payment', () => {
     const session = { id: 'cs_1', payment_status: 'paid', amount_total: 900, currency: 'usd', metadata };
-    const expected = { confirm: { orderId: 42n, provider: 'stripe', paymentId: 'pi_9', amount: 900, currency: 'USD' } };
+    const expected = { confirm: { orderId: 42n, provider: 'stripe', paymentId: 'pi_9', amount: 900, currency: 'usd' } };
     assert.deepEqual(stripeAction(event('checkout.session.completed', { ...session, payment_intent: 'pi_9' })), expected);
     assert.deepEqual(stripeAction(event('checkout.session.completed', { ...session, payment_intent: { id: 'pi_9' } })), expected);
   });
