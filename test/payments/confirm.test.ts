@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { dialectOf } from '../../src/infra/db/dialect.js';
-import { claim, createVoucher, orderAction, startTestApp, suiteScope } from '../support/helpers.js';
-import { bearer, confirm, eventRows, metric, orderRow, paymentRows, readOrder, refund } from './payments-support.js';
+import { claim, createVoucher, orderAction, redisView, startTestApp, suiteScope } from '../support/helpers.js';
+import { bearer, confirm, eventRows, metric, orderRow, paymentRows, readOrder, refund, serviceToken } from './payments-support.js';
 
 // Events on with no relay running: the outbox rows stay to be read.
 const t = await startTestApp(suiteScope(), 'pay_confirm', { EVENTS_AMQP_URL: 'amqp://127.0.0.1:1', BUCKET_USER_RATE: '0', DEFAULT_CURRENCY: 'EUR' });
@@ -155,6 +155,25 @@ describe('confirming payments', () => {
     assert.equal((await orderAction(t, 'pay', simulated.orderId, simulated.user)).statusCode, 200);
     const order = await readOrder(t, simulated.orderId);
     assert.deepEqual({ ...order.payment, at: undefined }, { paymentId: simulated.orderId, provider: 'simulated', amount: 0, currency: 'USD', at: undefined });
+  });
+
+  it('an admitted seckill order not stored yet (no pipeline runs here) shows its amount; a payment is ORDER_PROCESSING and kept nowhere, a refund ORDER_NOT_PAID', async () => {
+    const v = await createVoucher(t, { stock: 2, price: 700, currency: 'GBP' });
+    const res = await claim(t, v.id, 90);
+    assert.equal(res.statusCode, 202, res.body);
+    const orderId = res.json().orderId;
+    const order = await readOrder(t, orderId, await serviceToken(t));
+    assert.deepEqual([order.status, order.amount, order.currency], ['processing', 700, 'GBP']);
+    const pay = await confirm(t, orderId, { paymentId: 'pi_p', amount: 700, currency: 'GBP' });
+    assert.equal(pay.statusCode, 409);
+    assert.equal(pay.json().code, 'ORDER_PROCESSING');
+    assert.deepEqual(await paymentRows(t, orderId), []);
+    const back = await refund(t, orderId);
+    assert.equal(back.statusCode, 409);
+    assert.equal(back.json().code, 'ORDER_NOT_PAID');
+    // Redis still holds the unit for the order (in flight), the database has nothing of it.
+    assert.equal((await redisView(t, v.id)).stock, 1);
+    assert.equal((await t.c.db.selectFrom('orders').select('id').where('id', '=', orderId).execute()).length, 0);
   });
 
   it('an admin lists payments newest first, by status and limit; buyers and the service may not', async () => {
