@@ -52,7 +52,7 @@ export interface OrdersTable {
   amount: ColumnType<string, number | string | undefined, number | string>;
   currency: ColumnType<string, string | undefined, string>;
   refunded_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
-  /** Whether the refund gave the units back on sale; NULL until refunded. */
+  /** Whether the refund gave the units back on sale; NULL until refunded (MySQL reads 1/0: test with Boolean()). */
   refund_restocked: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
 }
 
