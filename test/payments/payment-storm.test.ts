@@ -9,6 +9,7 @@ import { burst, createVoucher, range, startTestApp, suiteScope } from '../suppor
 import { assertInvariants, waitForDrain } from '../support/invariants.js';
 import { chargeRefunded, deliver, type Delivery, intentSucceeded, sessionCompleted, STRIPE_SECRET, type TestEvent } from '../support/stripe.js';
 import { waitFor } from '../../support/wait.js';
+import { serviceToken } from './payments-support.js';
 
 const SEED = Number(process.env.STORM_SEED || Math.floor(Math.random() * 2 ** 31));
 const ORDERS = 48;
@@ -17,7 +18,7 @@ const TIMEOUT_SECONDS = 2;
 
 const t = await startTestApp(suiteScope(), 'pay-storm', { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, EXPIRY_POLL_MS: '50' });
 await t.c.startWorkers();
-const serviceToken = await t.c.tokens.sign({ userId: 1n, admin: false, service: true }, 600);
+const shopToken = await serviceToken(t);
 
 /** mulberry32: a small seeded generator, so a failing storm can be run again. */
 function random(seed: number): () => number {
@@ -70,12 +71,12 @@ function storm(orders: { id: string; expiresAt: number }[], rnd: () => number) {
   };
   const service = async (orderId: string, paymentId: string, amount = PRICE) => {
     const res = await untilDefinite(() =>
-      t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/payments`, headers: { authorization: `Bearer ${serviceToken}` }, payload: { paymentId, amount, currency: 'USD' } }),
+      t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/payments`, headers: { authorization: `Bearer ${shopToken}` }, payload: { paymentId, amount, currency: 'USD' } }),
     );
     answers.push({ orderId, via: 'service', asks: 'payment', key: paymentId, paymentId, status: res.statusCode, result: res.statusCode === 200 ? res.json().status : res.json().code });
   };
   const serviceRefund = async (orderId: string) => {
-    const res = await untilDefinite(() => t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/refund`, headers: { authorization: `Bearer ${serviceToken}` }, payload: {} }));
+    const res = await untilDefinite(() => t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/refund`, headers: { authorization: `Bearer ${shopToken}` }, payload: {} }));
     answers.push({ orderId, via: 'service', asks: 'refund', key: `refund_${orderId}`, status: res.statusCode, result: res.statusCode === 200 ? res.json().status : res.json().code });
   };
   const forged = async (orderId: string, how: Delivery) => {
