@@ -45,6 +45,18 @@ describe('Stripe signatures', () => {
     assert.deepEqual(await paymentsOf(order!), []);
     assert.equal(await appliedEvents([id]), 0);
   });
+
+  it('when an event is larger than the API\'s 16 KiB, then it is read up to 256 KiB, and the global JSON parsing is untouched', async () => {
+    const padded = (bytes: number) => ({ ...intentSucceeded(eventId(), '987654321', 'pi_big', PRICE), padding: 'x'.repeat(bytes) });
+    const big = await deliver(t, padded(40_000));
+    assert.equal(big.statusCode, 200, big.body);
+    assert.equal((await deliver(t, padded(300_000))).statusCode, 413);
+    const elsewhere = await t.app.inject({ method: 'POST', url: '/api/vouchers', headers: { authorization: `Bearer ${await t.admin()}` }, payload: { title: 'x'.repeat(20_000) } });
+    assert.equal(elsewhere.statusCode, 413, 'other routes keep 16 KiB');
+    const parsed = await t.app.inject({ method: 'POST', url: '/api/vouchers', headers: { authorization: `Bearer ${await t.admin()}` }, payload: { title: 'x' } });
+    assert.equal(parsed.statusCode, 400, 'other routes still parse JSON (and validate it)');
+    assert.match(parsed.json().message, /body/);
+  });
 });
 
 describe('Stripe payments', () => {
