@@ -96,7 +96,7 @@ function stripeMetrics(registry: Registry): Pick<Metrics, 'countStripeEvent'> {
     name: 'seckill_stripe_events_total',
     help:
       'Deliveries of the Stripe webhook by outcome: applied, refund_due, refunded, held (a refund before its payment), replayed, ' +
-      'invalid_signature, or why a verified event changed nothing (unknown_order, other_payment, refused, other_type, not_paid, bad_metadata, bad_object, partial_refund).',
+      'invalid_signature, processing (a payment for an order not stored yet: answered 409, Stripe delivers it again), or why a verified event changed nothing (unknown_order, other_payment, refused, other_type, not_paid, bad_metadata, bad_object, partial_refund).',
     labelNames: ['outcome'] as const,
     registers: [registry],
   });

@@ -11,6 +11,9 @@ export const SIGNATURE_TOLERANCE_SECONDS = 300;
 /** The provider name of every payment confirmed by a Stripe event. */
 export const STRIPE_PROVIDER = 'stripe';
 
+/** Longest event id kept (the column's width); Stripe's are far shorter. */
+const EVENT_ID_MAX = 255;
+
 /** The part of a verified event this module reads. */
 export interface StripeEvent {
   id: string;
@@ -39,9 +42,6 @@ export function verifyStripeEvent(rawBody: unknown, signature: string | string[]
   }
   return event;
 }
-
-/** Longest event id kept (the column's width); Stripe's are far shorter. */
-export const EVENT_ID_MAX = 255;
 
 /** Why a verified event changes nothing (the metric's outcome label). */
 export type IgnoreReason = 'other_type' | 'not_paid' | 'bad_metadata' | 'bad_object' | 'partial_refund';

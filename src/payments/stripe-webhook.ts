@@ -58,7 +58,10 @@ export function registerStripeWebhook(app: App, { secret, settle, count }: Strip
           if (err instanceof AppError && err.code === 'INVALID_SIGNATURE') count('invalid_signature');
           throw err;
         }
-        const outcome = await settle(event);
+        const outcome = await settle(event).catch((err: unknown) => {
+          if (err instanceof AppError && err.code === 'ORDER_PROCESSING') count('processing');
+          throw err;
+        });
         count(outcome);
         return { eventId: event.id, outcome };
       },

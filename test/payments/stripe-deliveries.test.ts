@@ -1,10 +1,12 @@
-// The table of applied Stripe events and the held refunds, on the real database.
+// The table of applied Stripe events and the held refunds, on the real database; and Stripe's
+// events for an order the pipeline has not stored (no worker runs in this file).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { stripeDeliveries } from '../../src/payments/stripe-deliveries.js';
-import { startTestApp, suiteScope } from '../support/helpers.js';
+import { claim, createVoucher, startTestApp, suiteScope } from '../support/helpers.js';
+import { chargeRefunded, deliver, intentSucceeded, STRIPE_SECRET } from '../support/stripe.js';
 
-const t = await startTestApp(suiteScope(), 'stripe-deliv');
+const t = await startTestApp(suiteScope(), 'stripe-deliv', { STRIPE_WEBHOOK_SECRET: STRIPE_SECRET });
 const deliveries = stripeDeliveries(t.c.db);
 const record = (eventId: string) => t.c.db.transaction().execute((trx) => deliveries.firstDelivery(trx, eventId, 'payment_intent.succeeded'));
 
@@ -46,5 +48,22 @@ describe('holding a refund until its payment', () => {
     assert.deepEqual(await deliveries.heldFor(78n), []);
     await deliveries.release('evt_refund');
     assert.deepEqual(await deliveries.heldFor(77n), []);
+  });
+});
+
+describe('Stripe events for an order not stored yet', () => {
+  it('when its payment arrives, then 409 ORDER_PROCESSING and nothing recorded, so Stripe delivers it again; its refund is held', async () => {
+    const v = await createVoucher(t, { stock: 1, price: 100 });
+    const admitted = await claim(t, v.id, 5);
+    assert.equal(admitted.statusCode, 202);
+    const orderId = admitted.json().orderId as string;
+    const payment = await deliver(t, intentSucceeded('evt_inflight_pay', orderId, 'pi_inflight', 100));
+    assert.equal(payment.statusCode, 409);
+    assert.equal(payment.json().code, 'ORDER_PROCESSING');
+    assert.equal(await deliveries.wasApplied('evt_inflight_pay'), false);
+    assert.equal((await deliver(t, chargeRefunded('evt_inflight_refund', orderId, 'pi_inflight', 100))).json().outcome, 'held');
+    assert.deepEqual(await deliveries.heldFor(BigInt(orderId)), [{ eventId: 'evt_inflight_refund', orderId, paymentIntent: 'pi_inflight' }]);
+    const metrics = await t.c.metrics.registry.getSingleMetricAsString('seckill_stripe_events_total');
+    assert.match(metrics, /outcome="processing"} 1/);
   });
 });
