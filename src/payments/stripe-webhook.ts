@@ -18,6 +18,9 @@ export interface StripeWebhookDeps {
   count(outcome: string): void;
 }
 
+/** The refusals counted beside the outcomes: a forged or stale delivery, and an order not stored yet. */
+const COUNTED_REFUSALS: Partial<Record<string, string>> = { INVALID_SIGNATURE: 'invalid_signature', ORDER_PROCESSING: 'processing' };
+
 const Received = Type.Object(
   {
     eventId: Type.String(),
@@ -51,19 +54,16 @@ export function registerStripeWebhook(app: App, { secret, settle, count }: Strip
         },
       },
       async (request) => {
-        let event: StripeEvent;
         try {
-          event = verifyStripeEvent(request.body, request.headers['stripe-signature'], secret);
+          const event = verifyStripeEvent(request.body, request.headers['stripe-signature'], secret);
+          const outcome = await settle(event);
+          count(outcome);
+          return { eventId: event.id, outcome };
         } catch (err) {
-          if (err instanceof AppError && err.code === 'INVALID_SIGNATURE') count('invalid_signature');
+          const refused = err instanceof AppError ? COUNTED_REFUSALS[err.code] : undefined;
+          if (refused) count(refused);
           throw err;
         }
-        const outcome = await settle(event).catch((err: unknown) => {
-          if (err instanceof AppError && err.code === 'ORDER_PROCESSING') count('processing');
-          throw err;
-        });
-        count(outcome);
-        return { eventId: event.id, outcome };
       },
     );
   });
