@@ -2,7 +2,7 @@
 // Stripe events, duplicated, replayed, out of order, with wrong amounts, refunds and forgeries.
 // Afterwards both stores must agree with one story: each payment recorded once, applied or
 // refund_due; each order final and consistent with its payments; stock counted with refunds.
-// STORM_SEED repeats a run.
+// STORM_SEED repeats a run's plans (the timing is the machine's).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { burst, createVoucher, range, startTestApp, suiteScope } from '../support/helpers.js';
@@ -55,6 +55,7 @@ function storm(orders: { id: string; expiresAt: number }[], rnd: () => number) {
     for (;;) {
       const res = await send();
       if (res.statusCode !== 503) return res;
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
   /** At `at` (ms since epoch), or now if that is past. */
@@ -69,9 +70,9 @@ function storm(orders: { id: string; expiresAt: number }[], rnd: () => number) {
       }),
     );
   };
-  const service = async (orderId: string, paymentId: string, amount = PRICE) => {
+  const service = async (orderId: string, paymentId: string) => {
     const res = await untilDefinite(() =>
-      t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/payments`, headers: { authorization: `Bearer ${shopToken}` }, payload: { paymentId, amount, currency: 'USD' } }),
+      t.app.inject({ method: 'POST', url: `/api/orders/${orderId}/payments`, headers: { authorization: `Bearer ${shopToken}` }, payload: { paymentId, amount: PRICE, currency: 'USD' } }),
     );
     answers.push({ orderId, via: 'service', asks: 'payment', key: paymentId, paymentId, status: res.statusCode, result: res.statusCode === 200 ? res.json().status : res.json().code });
   };
