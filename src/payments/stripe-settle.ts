@@ -4,6 +4,7 @@
 // after that payment: the payment path applies the holds after its commit, the refund path
 // applies its hold after writing it, so whichever commits last sees the other's row.
 import { AppError } from '../errors.js';
+import { isDatabaseUnreachable, isTransientDbError } from '../infra/db/errors.js';
 import type { OrderView } from '../orders/order.js';
 import type { ConfirmPayment, PaymentInput, RefundOrder, RefundOutcome } from './payment.js';
 import type { RecordedPayment, StripeDeliveries } from './stripe-deliveries.js';
@@ -40,6 +41,19 @@ const REFUND_OUTCOME: Record<RefundOutcome['kind'], StripeOutcome> = {
   not_found: 'unknown_order',
 };
 
+/** Tries of a payment or refund whose transaction lost a lock conflict (a deadlock): it rolled back whole, its event id with it. */
+const CONFLICT_TRIES = 3;
+
+async function retryingConflicts<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (attempt >= CONFLICT_TRIES || !isTransientDbError(err) || isDatabaseUnreachable(err)) throw err;
+    }
+  }
+}
+
 export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrder, findOrder }: StripeSettleDeps) {
   /** Applies or drops the refunds held for the order, as far as its payments allow; the outcome of each. */
   async function settleHeld(orderId: bigint): Promise<Map<string, StripeOutcome>> {
@@ -51,7 +65,7 @@ export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrd
     for (const refund of held) {
       const ofIntent = (p: RecordedPayment) => p.provider === STRIPE_PROVIDER && p.paymentId === refund.paymentIntent;
       if (applied && ofIntent(applied)) {
-        const outcome = await refundOrder(orderId, { restock: true }, (trx) => deliveries.firstDelivery(trx, refund.eventId, 'charge.refunded'));
+        const outcome = await retryingConflicts(() => refundOrder(orderId, { restock: true }, (trx) => deliveries.firstDelivery(trx, refund.eventId, 'charge.refunded')));
         outcomes.set(refund.eventId, REFUND_OUTCOME[outcome.kind]);
       } else if (applied || payments.some(ofIntent)) {
         // The order took another payment, or this one came too late: the refund undoes nothing here.
@@ -65,7 +79,7 @@ export function settleStripeEventUseCase({ deliveries, confirmPayment, refundOrd
   }
 
   async function pay(event: StripeEvent, payment: PaymentInput): Promise<StripeOutcome> {
-    const outcome = await confirmPayment(payment, (trx) => deliveries.firstDelivery(trx, event.id, event.type));
+    const outcome = await retryingConflicts(() => confirmPayment(payment, (trx) => deliveries.firstDelivery(trx, event.id, event.type)));
     // Not stored yet: a non-2xx makes Stripe deliver the event again.
     if (outcome.kind === 'processing') throw new AppError('ORDER_PROCESSING', `order ${payment.orderId} is not stored yet; deliver again`);
     if (outcome.kind === 'not_found') return 'unknown_order';
