@@ -157,7 +157,7 @@ describe('order counters', () => {
     const began = performance.now();
     const answer = await stats(BigInt(v.id));
     const statsMs = performance.now() - began;
-    assert.deepEqual(answer.orders, { pending_payment: 10_000, paid: 10_000, cancelled: 10_000, expired: 10_000, failed: 10_000 });
+    assert.deepEqual(answer.orders, { pending_payment: 10_000, paid: 10_000, cancelled: 10_000, expired: 10_000, failed: 10_000, refunded: 0 });
     assert.deepEqual(sent.filter((text) => /from\s+["`]?orders["`]?/i.test(text)), [], sent.join('\n'));
     const countBegan = performance.now();
     await rowCounts(v.id);

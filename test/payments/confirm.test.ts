@@ -106,6 +106,7 @@ describe('confirming payments', () => {
     assert.deepEqual(await counts(voucher.id), { pending_payment: 0, paid: 1 });
     // After a refund, a payment of the order is a duplicate too.
     assert.equal((await refund(t, orderId, { restock: false })).statusCode, 200);
+    assert.deepEqual((await eventRows(t, orderId)).slice(-2), ['refund_due:paid', 'refunded:refunded']);
     const late = await confirm(t, orderId, { paymentId: 'pi_after', amount: 1250, currency: 'USD' });
     assert.equal(late.json().code, 'ORDER_REFUNDED');
   });
@@ -155,6 +156,25 @@ describe('confirming payments', () => {
     assert.equal((await orderAction(t, 'pay', simulated.orderId, simulated.user)).statusCode, 200);
     const order = await readOrder(t, simulated.orderId);
     assert.deepEqual({ ...order.payment, at: undefined }, { paymentId: simulated.orderId, provider: 'simulated', amount: 0, currency: 'USD', at: undefined });
+  });
+
+  it('a refund with restock of a common voucher gives the unit back to its stock and the buyer; the use cases skip a delivery once() says was applied', async () => {
+    const { voucher, orderId, user } = await newOrder();
+    assert.equal((await confirm(t, orderId, { paymentId: 'pi_r', amount: 1250, currency: 'USD' })).statusCode, 200);
+    const { confirmPayment, refundOrder } = t.c.appDeps.payments;
+    assert.deepEqual(await refundOrder(BigInt(orderId), {}, async () => false), { kind: 'replayed' });
+    assert.equal((await orderRow(t, orderId)).status, 'paid');
+    let onceCalls = 0;
+    const refunded = await refundOrder(BigInt(orderId), {}, async () => ++onceCalls > 0);
+    assert.equal(refunded.kind, 'refunded');
+    assert.equal(onceCalls, 1);
+    assert.equal((await t.c.db.selectFrom('vouchers').select('stock').where('id', '=', voucher.id).executeTakeFirstOrThrow()).stock, 5);
+    const held = await t.c.db.selectFrom('user_quantities').select('quantity').where('voucher_id', '=', voucher.id).where('user_id', '=', String(user)).executeTakeFirstOrThrow();
+    assert.equal(held.quantity, 0);
+    const other = await newOrder();
+    assert.deepEqual(await confirmPayment({ orderId: BigInt(other.orderId), provider: 'stripe', paymentId: 'pi_once', amount: 1250, currency: 'usd' }, async () => false), { kind: 'replayed' });
+    assert.deepEqual(await paymentRows(t, other.orderId), []);
+    assert.equal((await confirmPayment({ orderId: 42n, provider: 'stripe', paymentId: 'pi_none', amount: 1, currency: 'USD' })).kind, 'not_found');
   });
 
   it('an admitted seckill order not stored yet (no pipeline runs here) shows its amount; a payment is ORDER_PROCESSING and kept nowhere, a refund ORDER_NOT_PAID', async () => {

@@ -57,8 +57,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .$call(t.table)
     .execute();
   await db.schema.createIndex('payments_provider_payment').unique().on('payments').columns(['provider', 'payment_id']).execute();
-  // An order's payment (the order read); a voucher's refunds due (the console); the listing.
-  await db.schema.createIndex('payments_order').on('payments').column('order_id').execute();
+  // An order's applied payment (the order read joins on both columns); a voucher's refunds due
+  // (the console); the listing.
+  await db.schema.createIndex('payments_order').on('payments').columns(['order_id', 'status']).execute();
   await db.schema.createIndex('payments_voucher_status').on('payments').columns(['voucher_id', 'status']).execute();
   await db.schema.createIndex('payments_status_id').on('payments').columns(['status', 'id']).execute();
 }
