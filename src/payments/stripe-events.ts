@@ -6,7 +6,7 @@ import { parseId } from '../id-text.js';
 import type { PaymentInput } from './payment.js';
 
 /** Stripe's own tolerance: a signature older than this many seconds is refused (replays). */
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
+const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 /** The provider name of every payment confirmed by a Stripe event. */
 export const STRIPE_PROVIDER = 'stripe';
@@ -56,6 +56,9 @@ type Fields = Record<string, unknown>;
 const isFields = (value: unknown): value is Fields => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isAmount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 const isId = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= 128;
+const isCurrency = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z]{3}$/.test(value);
+/** An object's id, whether Stripe sent the id or the object expanded. */
+const idOf = (value: unknown): unknown => (isFields(value) ? value.id : value);
 
 /** The order id the shop put in the object's metadata, or null. */
 function orderIdOf(object: Fields): bigint | null {
@@ -67,9 +70,8 @@ function orderIdOf(object: Fields): bigint | null {
 function confirm(object: Fields, paymentId: unknown, amount: unknown): StripeAction {
   const orderId = orderIdOf(object);
   if (orderId === null) return { ignore: 'bad_metadata' };
-  // A checkout session may carry its intent expanded (an object with the id).
-  const id = isFields(paymentId) ? paymentId.id : paymentId;
-  if (!isId(id) || !isAmount(amount) || typeof object.currency !== 'string') return { ignore: 'bad_object' };
+  const id = idOf(paymentId);
+  if (!isId(id) || !isAmount(amount) || !isCurrency(object.currency)) return { ignore: 'bad_object' };
   return { confirm: { orderId, provider: STRIPE_PROVIDER, paymentId: id, amount, currency: object.currency } };
 }
 
@@ -87,7 +89,7 @@ export function stripeAction(event: StripeEvent): StripeAction {
     case 'charge.refunded': {
       const orderId = orderIdOf(object);
       if (orderId === null) return { ignore: 'bad_metadata' };
-      const intent = isFields(object.payment_intent) ? object.payment_intent.id : object.payment_intent;
+      const intent = idOf(object.payment_intent);
       if (!isId(intent) || !isAmount(object.amount) || !isAmount(object.amount_refunded)) return { ignore: 'bad_object' };
       if (object.amount_refunded !== object.amount) return { ignore: 'partial_refund' };
       return { refund: { orderId, paymentIntent: intent } };

@@ -87,6 +87,7 @@ describe('what a verified event asks of the engine', () => {
   it('when the object lacks its amount, currency or payment intent, then it is ignored as a bad object', () => {
     assert.deepEqual(stripeAction(event('payment_intent.succeeded', { id: 'pi_1', amount_received: -1, currency: 'usd', metadata })), { ignore: 'bad_object' });
     assert.deepEqual(stripeAction(event('payment_intent.succeeded', { id: 'pi_1', amount_received: 1, metadata })), { ignore: 'bad_object' });
+    assert.deepEqual(stripeAction(event('payment_intent.succeeded', { id: 'pi_1', amount_received: 1, currency: 'usdt', metadata })), { ignore: 'bad_object' });
     assert.deepEqual(stripeAction(event('checkout.session.completed', { payment_status: 'paid', payment_intent: null, amount_total: 1, currency: 'usd', metadata })), { ignore: 'bad_object' });
     assert.deepEqual(stripeAction(event('charge.refunded', { payment_intent: null, amount: 1, amount_refunded: 1, metadata })), { ignore: 'bad_object' });
     assert.deepEqual(stripeAction({ id: 'evt', type: 'payment_intent.succeeded', data: { object: null } }), { ignore: 'bad_object' });
