@@ -15,7 +15,7 @@ import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
 import type { OrderRepository } from '../orders/repository.js';
-import { type ConfirmPayment, LOCKED_COLUMNS, type Once, OrderMissing, type PaymentInput, type PaymentOutcome } from './payment.js';
+import { type ConfirmPayment, lockOrder, type Once, OrderMissing, type PaymentInput, type PaymentOutcome } from './payment.js';
 
 export interface PaymentDeps {
   db: Db;
@@ -37,9 +37,6 @@ type LockedRow = Awaited<ReturnType<typeof lockOrder>>;
 type Decision =
   | { kind: 'applied' | 'refund_due'; reason: RefundReason | null; orderId: string; now: boolean; pending: boolean }
   | { kind: 'replayed' };
-
-export const lockOrder = (trx: Trx, orderId: bigint) =>
-  trx.selectFrom('orders').select(LOCKED_COLUMNS).where('id', '=', orderId.toString()).forUpdate().executeTakeFirst();
 
 const eventOf = (row: NonNullable<LockedRow>, type: OutboxEvent['type'], status: string): OutboxEvent => ({
   type, status, orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity,

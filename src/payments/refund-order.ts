@@ -13,8 +13,7 @@ import type { EventOutbox } from '../orders/event-outbox.js';
 import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
-import { lockOrder } from './confirm-payment.js';
-import { OrderMissing, type RefundOrder, type RefundOutcome } from './payment.js';
+import { lockOrder, OrderMissing, type RefundOrder, type RefundOutcome } from './payment.js';
 
 export interface RefundDeps {
   db: Db;
