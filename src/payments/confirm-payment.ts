@@ -120,12 +120,13 @@ export function confirmPaymentUseCase(deps: PaymentDeps): ConfirmPayment {
       // order's state is final and says why.
       if (decision.now && decision.pending && decision.reason === 'late') await releases.expireDue({ limit: 1, orderId: input.orderId });
       const order = await read(decision.orderId);
-      if (decision.kind === 'refund_due') return { kind: 'refund_due', reason: decision.reason!, order } satisfies PaymentOutcome;
+      const applied = decision.kind === 'applied';
       if (decision.now) {
-        await pubsub.publish([{ type: 'paid', status: 'paid', orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
-        await onPaid?.(order);
+        const type = applied ? 'paid' : 'refund_due';
+        await pubsub.publish([{ type, status: order.status, orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
+        if (applied) await onPaid?.(order);
       }
-      return { kind: 'applied', order };
+      return applied ? { kind: 'applied', order } : ({ kind: 'refund_due', reason: decision.reason!, order } satisfies PaymentOutcome);
     }
   };
 }
