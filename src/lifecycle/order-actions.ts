@@ -34,7 +34,7 @@ const asOwner = (caller: Principal): Principal => ({ ...caller, admin: false, se
 const asCanceller = (caller: Principal): Principal => ({ ...caller, admin: false });
 
 /** The payment record of a simulated payment: the order's own amount, its id as the payment's. */
-export const SIMULATED_PROVIDER = 'simulated';
+const SIMULATED_PROVIDER = 'simulated';
 
 export interface OrderActionDeps {
   db: Db;

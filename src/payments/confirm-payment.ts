@@ -15,7 +15,7 @@ import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
 import type { OrderRepository } from '../orders/repository.js';
-import { type ConfirmPayment, LOCKED_COLUMNS, type Once, OrderMissing, type PaymentInput, type PaymentOutcome } from './payment.js';
+import { type ConfirmPayment, lockOrder, type Once, OrderMissing, type PaymentInput, type PaymentOutcome } from './payment.js';
 
 export interface PaymentDeps {
   db: Db;
@@ -37,9 +37,6 @@ type LockedRow = Awaited<ReturnType<typeof lockOrder>>;
 type Decision =
   | { kind: 'applied' | 'refund_due'; reason: RefundReason | null; orderId: string; now: boolean; pending: boolean }
   | { kind: 'replayed' };
-
-export const lockOrder = (trx: Trx, orderId: bigint) =>
-  trx.selectFrom('orders').select(LOCKED_COLUMNS).where('id', '=', orderId.toString()).forUpdate().executeTakeFirst();
 
 const eventOf = (row: NonNullable<LockedRow>, type: OutboxEvent['type'], status: string): OutboxEvent => ({
   type, status, orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity,
@@ -123,12 +120,13 @@ export function confirmPaymentUseCase(deps: PaymentDeps): ConfirmPayment {
       // order's state is final and says why.
       if (decision.now && decision.pending && decision.reason === 'late') await releases.expireDue({ limit: 1, orderId: input.orderId });
       const order = await read(decision.orderId);
-      if (decision.kind === 'refund_due') return { kind: 'refund_due', reason: decision.reason!, order } satisfies PaymentOutcome;
+      const applied = decision.kind === 'applied';
       if (decision.now) {
-        await pubsub.publish([{ type: 'paid', status: 'paid', orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
-        await onPaid?.(order);
+        const type = applied ? 'paid' : 'refund_due';
+        await pubsub.publish([{ type, status: order.status, orderId: order.id, voucherId: order.voucherId, userId: order.userId, quantity: order.quantity }]);
+        if (applied) await onPaid?.(order);
       }
-      return { kind: 'applied', order };
+      return applied ? { kind: 'applied', order } : ({ kind: 'refund_due', reason: decision.reason!, order } satisfies PaymentOutcome);
     }
   };
 }

@@ -44,5 +44,11 @@ export const SYSTEM: Principal = { userId: 0n, admin: true };
  */
 export class OrderMissing extends Error {}
 
-/** The order row a payment or a refund locks. */
-export const LOCKED_COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency'] as const;
+/** Locks the order row a payment or a refund decides on (the row the expiry locks too). */
+export const lockOrder = (trx: Transaction<Database>, orderId: bigint) =>
+  trx
+    .selectFrom('orders')
+    .select(['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency'])
+    .where('id', '=', orderId.toString())
+    .forUpdate()
+    .executeTakeFirst();

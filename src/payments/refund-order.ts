@@ -13,8 +13,7 @@ import type { EventOutbox } from '../orders/event-outbox.js';
 import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
-import { lockOrder } from './confirm-payment.js';
-import { OrderMissing, type RefundOrder, type RefundOutcome } from './payment.js';
+import { lockOrder, OrderMissing, type RefundOrder, type RefundOutcome } from './payment.js';
 
 export interface RefundDeps {
   db: Db;
@@ -39,8 +38,19 @@ export function refundOrderUseCase({ db, findOrder, releaseRelay: relay, pubsub,
       if (row.status === 'refunded') return { kind: 'refunded', now: false, restocked: false };
       if (row.status === 'pending_payment') return { kind: 'not_paid' };
       if (row.status !== 'paid') return { kind: 'refused' };
-      // The sale's end in database time, the clock the claims' window is checked against in SQL.
-      const open = restock && (await trx.selectFrom('vouchers').select('id').where('id', '=', row.voucher_id).where('end_at', '>', now).executeTakeFirst()) !== undefined;
+      // Back on sale only while someone can still buy it: before the end (database time, the
+      // clock of the claims' window in SQL), and not once a queue voucher's queue closed (its
+      // waiting places were told so; the voucher takes no other claims).
+      const open =
+        restock &&
+        (await trx
+          .selectFrom('vouchers')
+          .leftJoin('queue_draws', 'queue_draws.voucher_id', 'vouchers.id')
+          .select('vouchers.id')
+          .where('vouchers.id', '=', row.voucher_id)
+          .where('vouchers.end_at', '>', now)
+          .where('queue_draws.closed_at', 'is', null)
+          .executeTakeFirst()) !== undefined;
       await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).where('status', '=', 'paid').execute();
       if (open) await giveBack(trx, [row]); // locks the voucher row first
       await addOrderCounts(trx, moved([row], 'paid', 'refunded'), { voucherLocked: open });

@@ -120,4 +120,16 @@ describe('refunds', () => {
     await assertNoRepair(v.id);
     assert.equal((await readOrder(t, b!)).status, 'refunded');
   });
+
+  it('once a queue has closed (a draw row closed in the database), a refund keeps the units sold', async () => {
+    const v = await createVoucher(t, { stock: 1, price: 100, currency: 'USD' });
+    const [order] = await paidOrders(v.id, [31]);
+    await t.c.db.insertInto('queue_draws').values({ voucher_id: v.id, seed: '00', closed_at: new Date() }).execute();
+    assert.equal((await refund(t, order!)).statusCode, 200);
+    assert.equal(Boolean((await orderRow(t, order!)).refund_restocked), false);
+    const truth = await assertInvariants(t.c, v.id, [order!]);
+    assert.equal(truth.redisStock, 0);
+    assert.equal(truth.dbStock, 0);
+    await assertStockAccounted(v.id, 1);
+  });
 });
