@@ -25,6 +25,8 @@ import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
 import { registerWebRoutes } from './web/routes.js';
+import { type PaymentRouteDeps, registerPaymentRoutes } from './payments/routes.js';
+import { registerStripeWebhook, type StripeWebhookDeps } from './payments/stripe-webhook.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -48,6 +50,8 @@ export interface AppDeps {
   waitlist: Omit<WaitlistRouteDeps, 'guards'>;
   queue: Omit<QueueRouteDeps, 'guards'>;
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
+  payments: Omit<PaymentRouteDeps, 'guards'>;
+  stripeWebhook: StripeWebhookDeps;
 }
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -135,9 +139,11 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
   registerClaimTokenRoute(app, { guards, directory: deps.claims.directory, ...deps.claimTokens });
   registerOrderRoutes(app, { guards, ...deps.orders });
   registerLifecycleRoutes(app, { guards, ...deps.lifecycle });
+  registerPaymentRoutes(app, { guards, ...deps.payments });
   registerWaitlistRoutes(app, { guards, ...deps.waitlist });
   registerQueueRoutes(app, { guards, ...deps.queue });
   registerConsistencyRoutes(app, { guards, metrics: deps.metrics, ...deps.consistency });
+  registerStripeWebhook(app, deps.stripeWebhook);
   registerWebRoutes(app);
 }
 

@@ -42,6 +42,10 @@ export interface Metrics {
   queueAdmissions: Counter<'by'>;
   /** Seconds from beginAt to a draw's first places admitted. */
   queueDrawSeconds: Histogram;
+  /** Payments recorded, by outcome: applied, or refund_due's reason (late, duplicate, mismatch). */
+  payments: Counter<'outcome'>;
+  /** Counts one delivery of POST /api/payments/stripe by what it did (payments/stripe-settle.ts). */
+  countStripeEvent(outcome: string): void;
 }
 
 /** One registry per process (tests build several apps, so no global default registry). */
@@ -57,6 +61,13 @@ export function createMetrics(): Metrics {
     ...eventMetrics(registry),
     ...streamMetrics(registry),
     ...queueMetrics(registry),
+    payments: new Counter({
+      name: 'seckill_payments_total',
+      help: 'Payments recorded (a repeated one is not counted again), by outcome: applied, or kept refund_due as late, duplicate or mismatch.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    ...stripeMetrics(registry),
   };
 }
 
@@ -77,6 +88,20 @@ function queueMetrics(registry: Registry): Pick<Metrics, 'queueJoins' | 'queueAd
       registers: [registry],
     }),
   };
+}
+
+/** Deliveries of Stripe's webhook by outcome. */
+function stripeMetrics(registry: Registry): Pick<Metrics, 'countStripeEvent'> {
+  const events = new Counter({
+    name: 'seckill_stripe_events_total',
+    help:
+      'Deliveries of the Stripe webhook by outcome: applied, refund_due, refunded, held (a refund before its payment), replayed, ' +
+      'invalid_signature, processing (a payment for an order not stored yet: answered 409, Stripe delivers it again), or why a verified event changed nothing (unknown_order, other_payment, refused, other_type, not_paid, bad_metadata, bad_object, partial_refund).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const outcome = cachedChildren((value) => events.labels(value));
+  return { countStripeEvent: (value) => outcome(value).inc() };
 }
 
 /** Server-sent event streams held open (capped by SSE_MAX_PER_USER and SSE_MAX_STREAMS). */

@@ -117,6 +117,9 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: 
         created_at: dialect.now,
         expires_at: dialect.nowPlusSeconds(voucher.payment_timeout_seconds),
         idempotency_key: claim.idempotencyKey ?? null,
+        // A voucher's price never changes: the cached definition is exact.
+        amount: claim.voucher.price * q,
+        currency: claim.voucher.currency,
       })
       .execute();
     await addOrderCounts(trx, [{ voucherId, status: 'pending_payment', by: 1 }], { voucherLocked: true });

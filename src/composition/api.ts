@@ -17,6 +17,13 @@ import { voucherStatsUseCase } from '../console/stats.js';
 import type { IdGenerator } from '../ids/worker-lease.js';
 import { cancelOrderUseCase, payOrderUseCase } from '../lifecycle/order-actions.js';
 import { getOrderUseCase } from '../orders/get-order.js';
+import { confirmPaymentUseCase } from '../payments/confirm-payment.js';
+import { listPaymentsUseCase } from '../payments/list-payments.js';
+import { type ConfirmPayment, type RefundOrder, SYSTEM } from '../payments/payment.js';
+import { refundOrderUseCase } from '../payments/refund-order.js';
+import { stripeDeliveries } from '../payments/stripe-deliveries.js';
+import { settleStripeEventUseCase } from '../payments/stripe-settle.js';
+import { AppError } from '../errors.js';
 import { listOrdersUseCase } from '../orders/list-orders.js';
 import { createOrderRepository } from '../orders/repository.js';
 import { httpLimits } from '../protection/http-limits.js';
@@ -33,6 +40,9 @@ export interface Api {
   tokens: TokenService;
   claimTokens: ClaimTokens;
   appDeps: AppDeps;
+  /** The payment use cases, for the provider webhooks' routes. */
+  confirmPayment: ConfirmPayment;
+  refundOrder: RefundOrder;
 }
 
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
@@ -42,7 +52,11 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const limits = claimRateLimits(config);
   const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, redis, keys, unitsBack, log });
   const orders = createOrderRepository(db);
-  const getOrder = getOrderUseCase({ orders, inflight });
+  const getOrder = getOrderUseCase({ orders, inflight, directory });
+  const onPaid = (order: { voucherId: string }) => core.queueClosing.afterPaid(BigInt(order.voucherId));
+  const confirmPayment = confirmPaymentUseCase({ db, orders, inflight, releases, pubsub, eventOutbox, onPaid, countPayment: (outcome) => metrics.payments.inc({ outcome }) });
+  const findOrder = (id: bigint) => getOrder(SYSTEM, id).catch((err: unknown) => (err instanceof AppError && err.code === 'ORDER_NOT_FOUND' ? null : Promise.reject(err)));
+  const refundOrder = refundOrderUseCase({ db, findOrder, releaseRelay: core.releaseRelay, pubsub, log, eventOutbox });
   // One count of open event streams for every feed of this process.
   const streamSlots = createStreamSlots({ perUser: config.sseMaxPerUser, total: config.sseMaxStreams });
   metrics.watchOpenStreams(() => streamSlots.inUse());
@@ -61,7 +75,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       directory,
       redisState,
       vouchers,
-      createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments: segmentPlacer(redis, keys), shards: keys.shards }),
+      createVoucher: createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments: segmentPlacer(redis, keys), shards: keys.shards, defaultCurrency: config.defaultCurrency }),
     },
     claims: {
       directory,
@@ -81,8 +95,19 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       streamSlots,
     },
     lifecycle: {
-      payOrder: payOrderUseCase({ db, getOrder, releases, pubsub, eventOutbox, onPaid: (order) => core.queueClosing.afterPaid(BigInt(order.voucherId)) }),
+      payOrder:
+        config.paymentMode === 'external'
+          ? async () => {
+              throw new AppError('FORBIDDEN', 'PAYMENT_MODE is external: payments are confirmed by the shop (POST /api/orders/:id/payments)');
+            }
+          : payOrderUseCase({ db, getOrder, releases, pubsub, eventOutbox, onPaid }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
+    },
+    payments: { confirmPayment, refundOrder, listPayments: listPaymentsUseCase(db) },
+    stripeWebhook: {
+      secret: config.stripeWebhookSecret,
+      settle: settleStripeEventUseCase({ deliveries: stripeDeliveries(db), confirmPayment, refundOrder, findOrder }),
+      count: metrics.countStripeEvent,
     },
     waitlist: { waitlistPosition: waitlistPositionUseCase({ redis, keys, directory }) },
     queue: { queue: core.queue, repository: core.queueRepository },
@@ -94,5 +119,5 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       streamSlots,
     },
   };
-  return { tokens, claimTokens, appDeps };
+  return { tokens, claimTokens, appDeps, confirmPayment, refundOrder };
 }

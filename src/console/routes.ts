@@ -13,9 +13,10 @@ const StatsBody = Type.Object({
   dbStock: Type.Integer(),
   redisStock: Type.Union([Type.Integer(), Type.Null()]),
   inFlight: Type.Integer(),
-  orders: Type.Object({ pending_payment: Count, paid: Count, cancelled: Count, expired: Count, failed: Count }),
+  orders: Type.Object({ pending_payment: Count, paid: Count, cancelled: Count, expired: Count, failed: Count, refunded: Count }),
   waitlist: Count,
   deadLetters: Count,
+  refundDue: Type.Integer({ minimum: 0, description: "payments of the voucher's orders kept refund_due (GET /api/payments?status=refund_due)" }),
 });
 
 const LIVE_DESCRIPTION =

@@ -11,6 +11,7 @@ import type { Db } from '../infra/db/database.js';
 import type { StoredOrderStatus } from '../infra/db/types.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import { countsByStatus } from '../orders/order-counts.js';
+import { refundsDue } from '../payments/list-payments.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import { segmentShards } from '../vouchers/segments.js';
 import type { Voucher } from '../vouchers/voucher.js';
@@ -26,6 +27,8 @@ export interface VoucherStats {
   waitlist: number;
   /** Orders of this voucher moved to the dead-letter stream (failed in the pipeline). */
   deadLetters: number;
+  /** Payments of its orders kept refund_due: money the shop owes back. */
+  refundDue: number;
 }
 
 export interface VoucherStatsDeps {
@@ -71,8 +74,8 @@ export function voucherStatsUseCase({ db, redis, keys, directory }: VoucherStats
     // The directory knows the voucher's segments (fixed at creation), so both stores are asked at once.
     const voucher = await directory.get(voucherId);
     if (!voucher) throw notFound();
-    const [stored, segments] = await Promise.all([readStored(db, voucherId.toString()), readSegments(redis, keys, voucher)]);
+    const [stored, segments, refundDue] = await Promise.all([readStored(db, voucherId.toString()), readSegments(redis, keys, voucher), refundsDue(db, voucherId.toString())]);
     if (!stored) throw notFound();
-    return { initialStock: stored.initialStock, dbStock: stored.stock, ...segments, orders: stored.orders };
+    return { initialStock: stored.initialStock, dbStock: stored.stock, ...segments, orders: stored.orders, refundDue };
   };
 }

@@ -19,6 +19,7 @@ const REFUSAL: Partial<Record<OrderView['status'], ErrorCodeName>> = {
   cancelled: 'ORDER_CANCELLED',
   expired: 'ORDER_EXPIRED',
   failed: 'ORDER_FAILED',
+  refunded: 'ORDER_REFUNDED',
 };
 
 function refuse(order: OrderView): never {
@@ -27,8 +28,13 @@ function refuse(order: OrderView): never {
   throw new AppError(code, `order ${order.id} ${why}`);
 }
 
-/** Only the buyer acts on an order: admins read others' orders but do not pay or cancel them. */
-const asOwner = (caller: Principal): Principal => ({ ...caller, admin: false });
+/** Only the buyer pays: admins and the shop's backend read others' orders but do not pay them. */
+const asOwner = (caller: Principal): Principal => ({ ...caller, admin: false, service: false });
+/** The buyer cancels their order, the shop's backend (service) any pending order; not an admin. */
+const asCanceller = (caller: Principal): Principal => ({ ...caller, admin: false });
+
+/** The payment record of a simulated payment: the order's own amount, its id as the payment's. */
+const SIMULATED_PROVIDER = 'simulated';
 
 export interface OrderActionDeps {
   db: Db;
@@ -61,7 +67,11 @@ export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventO
         .where('expires_at', '>', now)
         .executeTakeFirst();
       if (paid.numUpdatedRows !== 1n) return false;
-      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity']).where('id', '=', id).executeTakeFirstOrThrow();
+      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity', 'amount', 'currency']).where('id', '=', id).executeTakeFirstOrThrow();
+      await trx
+        .insertInto('payments')
+        .values({ provider: SIMULATED_PROVIDER, payment_id: id, order_id: id, voucher_id: row.voucher_id, amount: row.amount, currency: row.currency, status: 'applied', reason: null })
+        .execute();
       await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
       await outbox?.write(trx, [{ type: 'paid', status: 'paid', orderId: id, voucherId: row.voucher_id, userId, quantity: row.quantity }]);
       return true;
@@ -88,10 +98,10 @@ export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventO
 
 export function cancelOrderUseCase({ getOrder, releases }: Pick<OrderActionDeps, 'getOrder' | 'releases'>) {
   return async function cancelOrder(caller: Principal, orderId: bigint): Promise<OrderView> {
-    const owner = asOwner(caller);
+    const owner = asCanceller(caller);
     let order = await getOrder(owner, orderId);
     if (order.status === 'pending_payment') {
-      await releases.cancel(orderId, caller.userId);
+      await releases.cancel(orderId, BigInt(order.userId));
       order = await getOrder(owner, orderId); // cancelled, or paid/expired by a racing request
     }
     if (order.status === 'cancelled') return order;

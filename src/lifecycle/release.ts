@@ -12,7 +12,7 @@ import { returnStock } from '../vouchers/stock.js';
 
 export type ReleaseStatus = 'expired' | 'cancelled';
 
-/** A pending order whose row the caller has locked (SELECT ... FOR UPDATE). */
+/** An order whose row the caller has locked (SELECT ... FOR UPDATE). */
 export interface LockedOrder {
   id: string;
   voucher_id: string;
@@ -31,7 +31,16 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     .where('status', '=', 'pending_payment')
     .executeTakeFirst();
   if (Number(changed.numUpdatedRows) !== orders.length) throw new Error('a locked pending order changed under its lock');
+  await giveBack(trx, orders);
+}
 
+/**
+ * Gives locked orders' units back: to the voucher's stock and the buyer's quantity in SQL, and for
+ * seckill vouchers through the release outbox to Redis (waitlist first). An expiry, a cancellation,
+ * a refund with restock: one path.
+ */
+export async function giveBack(trx: Transaction<Database>, orders: LockedOrder[]): Promise<void> {
+  if (orders.length === 0) return;
   const units = new Map<string, number>();
   const held = new Map<string, QuantityChange>();
   for (const o of orders) {

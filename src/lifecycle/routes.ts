@@ -26,8 +26,9 @@ export function registerLifecycleRoutes(app: App, { guards, payOrder, cancelOrde
             ...apiErrorAnswers({
               ...ANSWER.body,
               ...ANSWER.user,
-              404: 'ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only)',
-              409: 'ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED: the order is already in that state',
+              403: 'FORBIDDEN: pay with PAYMENT_MODE=external (payments come from the shop)',
+              404: 'ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only; the service cancels any)',
+              409: 'ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED · ORDER_REFUNDED: the order is already in that state',
             }),
           },
         },

@@ -12,10 +12,25 @@ export interface OrderRepository {
   listByUser(userId: bigint, options: ListByUserOptions): Promise<OrderView[]>;
 }
 
+/** Orders with the payment applied to them, if any (at most one: payments/confirm-payment.ts). */
+export function ordersWithPayment(db: Pick<Db, 'selectFrom'>) {
+  return db
+    .selectFrom('orders')
+    .leftJoin('payments', (join) => join.onRef('payments.order_id', '=', 'orders.id').on('payments.status', '=', 'applied'))
+    .selectAll('orders')
+    .select([
+      'payments.payment_id as payment_id',
+      'payments.provider as payment_provider',
+      'payments.amount as payment_amount',
+      'payments.currency as payment_currency',
+      'payments.created_at as payment_at',
+    ]);
+}
+
 export function createOrderRepository(db: Db): OrderRepository {
   return {
     async findById(id) {
-      const row = await db.selectFrom('orders').selectAll().where('id', '=', id.toString()).executeTakeFirst();
+      const row = await ordersWithPayment(db).where('orders.id', '=', id.toString()).executeTakeFirst();
       return row ? orderFromRow(row) : null;
     },
 
@@ -24,11 +39,11 @@ export function createOrderRepository(db: Db): OrderRepository {
     // yields the rows already sorted, no filesort; LIMIT stops it early (PostgreSQL reads the
     // buyer's rows off the index and sorts them). With the voucher filter both databases prefer
     // orders_idempotency (voucher_id, user_id, …) and sort the few rows one user holds on one
-    // voucher (test/infra/db/query-plans.test.ts).
+    // voucher (test/infra/db/query-plans.test.ts). The payments are joined by their order index.
     async listByUser(userId, { voucherId, limit }) {
-      let query = db.selectFrom('orders').selectAll().where('user_id', '=', userId.toString());
-      if (voucherId !== undefined) query = query.where('voucher_id', '=', voucherId.toString());
-      const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+      let query = ordersWithPayment(db).where('orders.user_id', '=', userId.toString());
+      if (voucherId !== undefined) query = query.where('orders.voucher_id', '=', voucherId.toString());
+      const rows = await query.orderBy('orders.created_at', 'desc').orderBy('orders.id', 'desc').limit(limit).execute();
       return rows.map(orderFromRow);
     },
   };

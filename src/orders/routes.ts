@@ -77,7 +77,7 @@ export function registerOrderRoutes(app: App, { guards, getOrder, listOrders, pu
         summary: 'Server-sent events of your orders',
         description:
           '`text/event-stream`. After the headers: a `: connected` comment (you are subscribed), then per event ' +
-          '`event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed or promoted and data ' +
+          '`event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed, promoted, refunded or refund_due and data ' +
           '{type, orderId, voucherId, userId, quantity, status, at}; a `: ping` comment every 15 s. Delivery is at ' +
           'most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure. ' +
           'When your token expires, an `event: token-expired` ({code, message}) and the end of the stream. ' +

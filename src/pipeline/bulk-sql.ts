@@ -20,6 +20,9 @@ export interface OrderRow {
   /** Payment window of a pending order, counted from `nowMs` of insertOrdersSql (null: failed). */
   paymentTimeoutSeconds: number | null;
   failureReason: string | null;
+  /** price × quantity, minor units (0 with NO_CURRENCY when the voucher is unknown). */
+  amount: number;
+  currency: string;
 }
 
 const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
@@ -46,7 +49,7 @@ export function insertOrdersSql(dialect: SqlDialect, rows: OrderRow[], nowMs: nu
   const values = rows.map(
     (r) =>
       `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(dialect, r.status)},${created(r.createdAt.getTime())},` +
-      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)})`,
+      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)},${int(r.amount)},${text(dialect, r.currency)})`,
   );
-  return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason) values ${values.join(',')}`;
+  return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason, amount, currency) values ${values.join(',')}`;
 }

@@ -21,10 +21,18 @@ import type { EventOutbox, OutboxEvent } from '../orders/event-outbox.js';
 import { addOrderCounts } from '../orders/order-counts.js';
 import { addHeld, type HeldChange, heldKey, lockHeld } from '../vouchers/held-units.js';
 import { takeStock } from '../vouchers/stock.js';
+import { NO_CURRENCY } from '../orders/order.js';
 import { FailureReason, failedWith, type Settlement, settlementOfRow, STORED } from './settlement.js';
 
+/** What an order costs: its voucher's price (fixed at creation) × its quantity. */
+interface Price {
+  price: string | number;
+  currency: string;
+}
+const UNPRICED: Price = { price: 0, currency: NO_CURRENCY };
+
 /** The row of one order: pending with its payment window, or failed with its reason. */
-function orderRow(e: OrderEntry, outcome: { timeout: number } | { reason: string; createdAt?: Date }): OrderRow {
+function orderRow(e: OrderEntry, price: Price, outcome: { timeout: number } | { reason: string; createdAt?: Date }): OrderRow {
   const isFailed = 'reason' in outcome;
   return {
     id: e.orderId,
@@ -35,6 +43,8 @@ function orderRow(e: OrderEntry, outcome: { timeout: number } | { reason: string
     createdAt: (isFailed && outcome.createdAt) || e.createdAt,
     paymentTimeoutSeconds: isFailed ? null : outcome.timeout,
     failureReason: isFailed ? outcome.reason.slice(0, 255) : null,
+    amount: Number(price.price) * e.quantity,
+    currency: price.currency,
   };
 }
 
@@ -65,7 +75,7 @@ async function storeVouchersOrders(trx: Transaction<Database>, byVoucher: Map<bi
   const ids = [...byVoucher.keys()].sort((a, b) => (a < b ? -1 : 1)).map(String);
   const vouchers = await trx
     .selectFrom('vouchers')
-    .select(['id', 'stock', 'per_user_limit', 'payment_timeout_seconds'])
+    .select(['id', 'stock', 'per_user_limit', 'payment_timeout_seconds', 'price', 'currency'])
     .where('id', 'in', ids)
     .orderBy('id')
     .forUpdate()
@@ -73,7 +83,7 @@ async function storeVouchersOrders(trx: Transaction<Database>, byVoucher: Map<bi
   const found = new Map(vouchers.map((v) => [String(v.id), v]));
   const failRow = (e: OrderEntry, reason: string) => {
     out.set(e.orderId, failedWith(reason));
-    rows.push(orderRow(e, { reason }));
+    rows.push(orderRow(e, found.get(String(e.voucherId)) ?? UNPRICED, { reason }));
   };
   for (const id of ids) {
     if (found.has(id)) continue;
@@ -97,7 +107,7 @@ async function storeVouchersOrders(trx: Transaction<Database>, byVoucher: Map<bi
         stockLeft -= e.quantity;
         adds.set(e.userId, (adds.get(e.userId) ?? 0) + e.quantity);
         out.set(e.orderId, STORED);
-        rows.push(orderRow(e, { timeout: voucher.payment_timeout_seconds }));
+        rows.push(orderRow(e, voucher, { timeout: voucher.payment_timeout_seconds }));
       }
     }
     if (stockLeft < voucher.stock) taken.set(id, voucher.stock - stockLeft);
@@ -167,7 +177,7 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
       for (const e of fresh) {
         out.set(e.orderId, failedWith(failAll));
         // Now, not the entry's time: a poison entry's fields are exactly what cannot be trusted.
-        rows.push(orderRow(e, { reason: failAll, createdAt: new Date() }));
+        rows.push(orderRow(e, UNPRICED, { reason: failAll, createdAt: new Date() }));
       }
     } else {
       const byVoucher = new Map<bigint, OrderEntry[]>();

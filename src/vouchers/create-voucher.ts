@@ -25,6 +25,9 @@ export interface CreateVoucherInput {
   segments?: number;
   /** A pre-queue opening at `opensAt`, drawn at beginAt (queue/), seckill only. */
   queue?: { opensAt: string };
+  /** Minor units per unit, 0 by default; `currency` DEFAULT_CURRENCY by default. */
+  price?: number;
+  currency?: string;
 }
 
 export interface CreateVoucherDeps {
@@ -35,6 +38,8 @@ export interface CreateVoucherDeps {
   placeSegments: SegmentPlacer;
   /** SHARDS: a voucher has at most this many segments, each on a shard of its own. */
   shards: number;
+  /** DEFAULT_CURRENCY. */
+  defaultCurrency: string;
 }
 
 function parseTime(field: string, text: string): Date {
@@ -58,7 +63,7 @@ function queueOf(input: CreateVoucherInput, opensAt: Date, beginAt: Date, segmen
   return { opensAt, seed, commitment: commitmentOf(seed) };
 }
 
-export function createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments, shards }: CreateVoucherDeps) {
+export function createVoucherUseCase({ ids, vouchers, redisState, directory, placeSegments, shards, defaultCurrency }: CreateVoucherDeps) {
   return async function createVoucher(input: CreateVoucherInput): Promise<Voucher> {
     const beginAt = parseTime('beginAt', input.beginAt);
     const endAt = parseTime('endAt', input.endAt);
@@ -69,6 +74,10 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory, pla
     const segments = input.segments ?? 1;
     if (segments > 1 && !VOUCHER_KINDS[input.kind].redisGated) throw new AppError('INVALID_REQUEST', `a ${input.kind} voucher has one segment: segments is for seckill vouchers`);
     if (segments > shards) throw new AppError('INVALID_REQUEST', `segments must be at most ${shards} (SHARDS: each segment needs a shard of its own)`);
+    const price = input.price ?? 0;
+    const perUserLimit = input.perUserLimit ?? 1;
+    // An order's amount is a JSON integer, exact in every client: price × the most one order can hold.
+    if (price * perUserLimit > Number.MAX_SAFE_INTEGER) throw new AppError('INVALID_REQUEST', `price × perUserLimit must be at most ${Number.MAX_SAFE_INTEGER} (an order's amount)`);
     const queue = input.queue ? queueOf(input, parseTime('queue.opensAt', input.queue.opensAt), beginAt, segments) : null;
     const id = ids.next();
     const voucher: Voucher = {
@@ -79,12 +88,14 @@ export function createVoucherUseCase({ ids, vouchers, redisState, directory, pla
       stock: input.stock,
       beginAt,
       endAt,
-      perUserLimit: input.perUserLimit ?? 1,
+      perUserLimit,
       paymentTimeoutSeconds: input.paymentTimeoutSeconds ?? 900,
       waitlist: input.waitlist ?? false,
       claimToken: input.claimToken ?? false,
       segmentShards: await placeSegments(id, segments),
       queue: queue && { opensAt: queue.opensAt, commitment: queue.commitment },
+      price,
+      currency: input.currency ?? defaultCurrency,
     };
     await vouchers.insert(voucher, queue?.seed);
     // If this fails the voucher still exists; its first claim rebuilds the state from the database.

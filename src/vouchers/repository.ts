@@ -41,6 +41,8 @@ export function createVoucherRepository(db: Db): VoucherRepository {
           segment_shards: v.segmentShards?.join(',') ?? null,
           queue_opens_at: v.queue?.opensAt ?? null,
           queue_commitment: v.queue?.commitment ?? null,
+          price: v.price,
+          currency: v.currency,
         });
       if (queueSeed === undefined) return void (await row.execute());
       await db.transaction().execute(async (trx) => {

@@ -9,6 +9,7 @@ import type { VoucherRepository } from './repository.js';
 import { type Voucher, voucherJson } from './voucher.js';
 import { kindOf, VOUCHER_KIND_NAMES } from './kinds.js';
 import { MAX_SEGMENTS } from './segments.js';
+import { MAX_PRICE } from './voucher.js';
 
 const CreateVoucherBody = Type.Object(
   {
@@ -23,6 +24,8 @@ const CreateVoucherBody = Type.Object(
     claimToken: Type.Optional(Type.Boolean()),
     segments: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_SEGMENTS })),
     queue: Type.Optional(Type.Object({ opensAt: DateTimeString }, { additionalProperties: false })),
+    price: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PRICE, description: 'minor units of currency (cents), default 0' })),
+    currency: Type.Optional(Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217, three capital letters; default DEFAULT_CURRENCY' })),
   },
   { additionalProperties: false },
 );
@@ -41,6 +44,8 @@ const VoucherBody = Type.Object({
   claimToken: Type.Boolean(),
   segments: Type.Integer(),
   queue: Type.Union([Type.Null(), Type.Object({ opensAt: Type.String() })]),
+  price: Type.Integer(),
+  currency: Type.String(),
 });
 
 export const DEFAULT_VOUCHER_LIST_LIMIT = 50;

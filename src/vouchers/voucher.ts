@@ -18,7 +18,14 @@ export interface Voucher {
   segmentShards: number[] | null;
   /** A queue voucher (queue/): buyers join a pre-queue, drawn into a random order at beginAt. */
   queue: VoucherQueue | null;
+  /** Minor units of `currency` per unit; an order's amount is price × quantity. */
+  price: number;
+  /** ISO 4217, upper case. */
+  currency: string;
 }
+
+/** The contract's upper bound of a price (minor units). */
+export const MAX_PRICE = 1_000_000_000_000;
 
 export interface VoucherQueue {
   opensAt: Date;
@@ -44,6 +51,8 @@ export function voucherFromRow(row: Selectable<VouchersTable>): Voucher {
     claimToken: Boolean(row.claim_token),
     segmentShards: parseSegmentShards(row.segment_shards),
     queue: row.queue_opens_at && row.queue_commitment ? { opensAt: row.queue_opens_at, commitment: row.queue_commitment } : null,
+    price: Number(row.price),
+    currency: row.currency,
   };
 }
 
@@ -63,5 +72,7 @@ export function voucherJson(v: Voucher, available: number) {
     claimToken: v.claimToken,
     segments: v.segmentShards?.length ?? 1,
     queue: v.queue ? { opensAt: v.queue.opensAt.toISOString() } : null,
+    price: v.price,
+    currency: v.currency,
   };
 }

@@ -90,9 +90,10 @@ describe('GET /api/vouchers/:id/stats', () => {
       dbStock: 0,
       redisStock: 0,
       inFlight: 0,
-      orders: { pending_payment: 3, paid: 1, cancelled: 0, expired: 0, failed: 0 },
+      orders: { pending_payment: 3, paid: 1, cancelled: 0, expired: 0, failed: 0, refunded: 0 },
       waitlist: 1,
       deadLetters: 0,
+      refundDue: 0,
     });
     assert.equal((await t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${await t.token(5)}` } })).statusCode, 403);
     const unknown = await t.app.inject({ method: 'GET', url: '/api/vouchers/123456789/stats', headers: { authorization: `Bearer ${await t.admin()}` } });

@@ -80,7 +80,7 @@ describe('order counters', () => {
     for (const id of pending.slice(3, 5)) await act('cancel', id);
     await expire(v.id, pending.slice(5, 7));
 
-    const expected: Counts = { pending_payment: 5, paid: 3, cancelled: 2, expired: 2, failed: 1 };
+    const expected: Counts = { pending_payment: 5, paid: 3, cancelled: 2, expired: 2, failed: 1, refunded: 0 };
     assert.deepEqual(await rowCounts(v.id), expected);
     assert.deepEqual(await statsCounts(v.id), expected);
     await assertAllCountersExact();
@@ -100,7 +100,7 @@ describe('order counters', () => {
       await act('cancel', orders[2]!);
       await expire(v.id, [orders[3]!]);
 
-      const expected: Counts = { pending_payment: 2, paid: 2, cancelled: 1, expired: 1, failed: 0 };
+      const expected: Counts = { pending_payment: 2, paid: 2, cancelled: 1, expired: 1, failed: 0, refunded: 0 };
       assert.deepEqual(await rowCounts(v.id), expected);
       assert.deepEqual(await statsCounts(v.id), expected);
       await assertAllCountersExact();
@@ -157,7 +157,7 @@ describe('order counters', () => {
     const began = performance.now();
     const answer = await stats(BigInt(v.id));
     const statsMs = performance.now() - began;
-    assert.deepEqual(answer.orders, { pending_payment: 10_000, paid: 10_000, cancelled: 10_000, expired: 10_000, failed: 10_000 });
+    assert.deepEqual(answer.orders, { pending_payment: 10_000, paid: 10_000, cancelled: 10_000, expired: 10_000, failed: 10_000, refunded: 0 });
     assert.deepEqual(sent.filter((text) => /from\s+["`]?orders["`]?/i.test(text)), [], sent.join('\n'));
     const countBegan = performance.now();
     await rowCounts(v.id);

@@ -196,8 +196,13 @@ export class FuzzSession {
     if (answer.status >= 200 && answer.status < 300) return !op.path.endsWith('/audit');
     if (answer.status !== 409) return false;
     // A sold-out claim on a voucher with a waitlist puts the buyer on it; a payment past the
-    // deadline expires the order the payment timer has not swept yet, so the answer is final.
-    return /"waitlisted":true/.test(answer.body) || (op.path.endsWith('/pay') && /"code":"ORDER_EXPIRED"/.test(answer.body));
+    // deadline expires the order the payment timer has not swept yet, so the answer is final; a
+    // payment the shop confirmed that cannot be applied is kept refund_due (its `reason` says why).
+    return (
+      /"waitlisted":true/.test(answer.body) ||
+      (op.path.endsWith('/pay') && /"code":"ORDER_EXPIRED"/.test(answer.body)) ||
+      (op.path.endsWith('/payments') && /"reason":/.test(answer.body))
+    );
   }
 
   // ------------------------------------------------------------ building the request

@@ -87,6 +87,8 @@ describe('GET /api/orders', () => {
       status: 'pending_payment',
       createdAt: new Date(T0 + 20_000).toISOString(),
       expiresAt: new Date(T0 + 920_000).toISOString(),
+      amount: 0,
+      currency: 'USD',
     });
     assert.deepEqual(orders[2], {
       id: '1003',
@@ -96,6 +98,8 @@ describe('GET /api/orders', () => {
       status: 'failed',
       createdAt: new Date(T0 + 10_000).toISOString(),
       failureReason: 'DB_SOLD_OUT',
+      amount: 0,
+      currency: 'USD',
     });
     assert.deepEqual(idsOf(await list(102)), ['2002', '2001']);
   });

@@ -60,6 +60,7 @@ const TYPES_BY_STATUS: Record<string, string[]> = {
   expired: ['stored', 'expired'],
   cancelled: ['stored', 'cancelled'],
   failed: ['failed'],
+  refunded: ['stored', 'paid', 'refunded'],
 };
 
 /** Each stored order of the voucher with the event types its status implies, `promoted` first for promoted ones. */

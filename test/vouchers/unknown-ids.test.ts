@@ -41,7 +41,7 @@ function voucherWithId(id: bigint): Voucher {
   const now = Date.now();
   return {
     id, title: 'chosen id', kind: 'seckill', initialStock: 1, stock: 1, beginAt: new Date(now), endAt: new Date(now + 3_600_000),
-    perUserLimit: 1, paymentTimeoutSeconds: 60, waitlist: false, claimToken: false, segmentShards: null, queue: null,
+    perUserLimit: 1, paymentTimeoutSeconds: 60, waitlist: false, claimToken: false, segmentShards: null, queue: null, price: 0, currency: 'USD',
   };
 }
 

@@ -46,6 +46,8 @@ describe('creating vouchers', () => {
       claimToken: false,
       segments: 1,
       queue: null,
+      price: 0,
+      currency: 'USD',
     });
     assert.equal((await redisView(t, v.id)).stock, 100);
     await claim(t, v.id, 5);
@@ -101,7 +103,9 @@ describe('creating vouchers', () => {
       ['segments above 64', { ...valid(), segments: 65 }],
       ['segments above SHARDS (4 here)', { ...valid(), segments: 5 }],
       ['segments on a limited voucher', { ...valid(), kind: 'limited', segments: 2 }],
-      ['unknown field', { ...valid(), price: 10 }],
+      ['unknown field', { ...valid(), discount: 10 }],
+      ['negative price', { ...valid(), price: -1 }],
+      ['lower-case currency', { ...valid(), currency: 'eur' }],
       ['not an object', [1, 2]],
     ];
     for (const [name, body] of cases) {

@@ -1,7 +1,7 @@
 import type { ColumnType, Generated } from 'kysely';
 
 export type VoucherKind = 'seckill' | 'limited' | 'common';
-export const ORDER_STATUSES = ['pending_payment', 'paid', 'cancelled', 'expired', 'failed'] as const;
+export const ORDER_STATUSES = ['pending_payment', 'paid', 'cancelled', 'expired', 'failed', 'refunded'] as const;
 export type StoredOrderStatus = (typeof ORDER_STATUSES)[number];
 
 /** 64-bit ids travel as decimal strings (mysql2 bigNumberStrings). */
@@ -29,6 +29,10 @@ export interface VouchersTable {
   queue_opens_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** Queue vouchers: sha256 of the draw's seed (hex), public from creation. */
   queue_commitment: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Minor units (BIGINT: a decimal string from mysql2, a string from pg). */
+  price: ColumnType<string, number | string | undefined, number | string>;
+  /** ISO 4217, upper case. */
+  currency: ColumnType<string, string | undefined, string>;
 }
 
 export interface OrdersTable {
@@ -44,6 +48,12 @@ export interface OrdersTable {
   failure_reason: string | null;
   /** Idempotency-Key of a synchronous (limited/common) claim, compared case-sensitively; seckill keeps its keys in Redis. */
   idempotency_key: ColumnType<string | null, string | null | undefined, string | null>;
+  /** price × quantity when stored, minor units (BIGINT: a decimal string). */
+  amount: ColumnType<string, number | string | undefined, number | string>;
+  currency: ColumnType<string, string | undefined, string>;
+  refunded_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Whether the refund gave the units back on sale; NULL until refunded (MySQL reads 1/0: test with Boolean()). */
+  refund_restocked: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
 }
 
 /** Units each user holds per voucher in active orders; the per-user limit is checked against it. */
@@ -74,7 +84,7 @@ export interface VoucherOrderCountsTable {
   n: ColumnType<string, number, number>;
 }
 
-export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted';
+export type OrderEventType = 'stored' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'promoted' | 'refunded' | 'refund_due';
 
 /** The outbox of order events for RabbitMQ (events/event-relay.ts); a row lives until the broker confirmed it. */
 export interface OrderEventsTable {
@@ -121,6 +131,40 @@ export interface QueuePrequeueTable {
   joined_us: ColumnType<string, string, string>;
 }
 
+export type PaymentStatus = 'applied' | 'refund_due';
+export type RefundReason = 'late' | 'duplicate' | 'mismatch';
+
+/** A payment the shop confirmed (payments/): applied to its order, or kept to be refunded. */
+export interface PaymentsTable {
+  id: Generated<string>;
+  provider: string;
+  payment_id: string;
+  order_id: Id;
+  voucher_id: Id;
+  /** Minor units paid (BIGINT: a decimal string). */
+  amount: ColumnType<string, number | string, number | string>;
+  currency: string;
+  status: PaymentStatus;
+  reason: RefundReason | null;
+  created_at: Generated<Date>;
+}
+
+/** Stripe events applied (payments/stripe-deliveries.ts), each written with its effect. */
+export interface StripeEventsTable {
+  event_id: string;
+  type: string;
+  deliveries: number;
+  received_at: Generated<Date>;
+}
+
+/** Stripe refunds that arrived before the payment they refund (payments/stripe-settle.ts). */
+export interface StripeHeldRefundsTable {
+  event_id: string;
+  order_id: Id;
+  payment_intent: string;
+  received_at: Generated<Date>;
+}
+
 export interface Database {
   vouchers: VouchersTable;
   orders: OrdersTable;
@@ -131,4 +175,7 @@ export interface Database {
   queue_draws: QueueDrawsTable;
   queue_entrants: QueueEntrantsTable;
   queue_prequeue: QueuePrequeueTable;
+  payments: PaymentsTable;
+  stripe_events: StripeEventsTable;
+  stripe_held_refunds: StripeHeldRefundsTable;
 }

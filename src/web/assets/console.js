@@ -183,6 +183,7 @@ function renderLive(s, hist, queue = null) {
         row('Orders', Object.entries(stats.orders).map(([k, n]) => `${k} ${n}`).join(' · '), 'orders'),
         ...(queue === null ? [row('Waitlist', stats.waitlist, 'waitlist')] : [row('Queue', queue, 'queue'), row('Waiting places', stats.waitlist, 'waitlist')]),
         row('Dead letters', stats.deadLetters, 'deadLetters'),
+        row('Refunds due', stats.refundDue, 'refundDue'),
         row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond', sparkline(hist.admissions ?? [], { label: 'admissions per second' })),
         row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond', sparkline(hist.claims ?? [], { label: 'claims per second' })),
         row('Claim latency p50 / p99', latency(s.claimLatencyMs), 'claimLatency', sparkline(hist.p99 ?? [], { label: 'claim latency p99, ms' })),

@@ -59,12 +59,20 @@ function signedIn() {
   byId('sign-in-message').textContent = '';
 }
 
+/** A price in minor units as the currency writes it ("$19.99", "¥500"). @param {number} minor @param {string} currency */
+function money(minor, currency) {
+  if (minor === 0) return 'free';
+  const format = new Intl.NumberFormat(undefined, { style: 'currency', currency });
+  return format.format(minor / 10 ** (format.resolvedOptions().maximumFractionDigits ?? 2));
+}
+
 async function refreshVoucher() {
   try {
     voucher = await api.get(`/api/vouchers/${voucherId}`);
     byId('title').textContent = voucher.title;
     document.title = voucher.title;
     byId('units').textContent = String(voucher.available);
+    byId('price').textContent = money(voucher.price, voucher.currency);
     byId('sale-message').textContent = '';
     byId('queue').hidden = !voucher.queue;
     byId('buy').hidden = Boolean(voucher.queue);

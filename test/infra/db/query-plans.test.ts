@@ -231,9 +231,9 @@ describe('query plans at size', () => {
       await orders.findById(BigInt(listed[0]!.id));
     });
     assertPlans(plans, [
-      [stmt('where "user_id" = \\S+ order by "created_at" desc'), 'orders', 'orders_user_created'],
-      [stmt('where "user_id" = \\S+ and "voucher_id" = \\S+ order by'), 'orders', 'orders_idempotency'],
-      [stmt('select \\* from "orders" where "id" = \\S+$'), 'orders', pk('orders')],
+      [stmt('where "orders"\\."user_id" = \\S+ order by "orders"\\."created_at" desc'), 'orders', 'orders_user_created'],
+      [stmt('where "orders"\\."user_id" = \\S+ and "orders"\\."voucher_id" = \\S+ order by'), 'orders', 'orders_idempotency'],
+      [stmt('where "orders"\\."id" = \\S+$'), 'orders', pk('orders')],
     ]);
   });
 
@@ -250,7 +250,7 @@ describe('query plans at size', () => {
       .execute();
     assert.ok(toPay && toCancel);
     const plans = await plansOf(async (explained) => {
-      const getOrder = getOrderUseCase({ orders: createOrderRepository(explained), inflight: t.c.inflight });
+      const getOrder = getOrderUseCase({ orders: createOrderRepository(explained), inflight: t.c.inflight, directory: t.c.directory });
       const releases = createReleases({ db: explained, releaseRelay: t.c.releaseRelay, pubsub: t.c.pubsub, log: t.c.log });
       const pay = payOrderUseCase({ db: explained, getOrder, releases, pubsub: t.c.pubsub, eventOutbox: createEventOutbox({ enabled: true }) });
       assert.equal((await pay(caller(toPay.user_id), BigInt(toPay.id))).status, 'paid');
@@ -258,7 +258,7 @@ describe('query plans at size', () => {
     });
     assertPlans(plans, [
       [stmt('update "orders" set "status" = .*, "paid_at" = .* where "id" ='), 'orders', pk('orders')],
-      [stmt('select "voucher_id", "quantity" from "orders" where "id" ='), 'orders', pk('orders')],
+      [stmt('select "voucher_id", "quantity", "amount", "currency" from "orders" where "id" ='), 'orders', pk('orders')],
       [stmt('from "orders" where "id" = \\S+ and "user_id" = \\S+ and "status" = \\S+ for update'), 'orders', pk('orders')],
     ]);
   });

@@ -8,6 +8,8 @@ import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
 import * as orderCounts from './0007-order-counts.js';
 import * as voucherQueues from './0008-voucher-queues.js';
 import * as queuePrequeue from './0009-queue-prequeue.js';
+import * as pricesPayments from './0010-prices-payments.js';
+import * as stripeEvents from './0011-stripe-events.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +22,6 @@ export const migrations: Record<string, Migration> = {
   '0007-order-counts': orderCounts,
   '0008-voucher-queues': voucherQueues,
   '0009-queue-prequeue': queuePrequeue,
+  '0010-prices-payments': pricesPayments,
+  '0011-stripe-events': stripeEvents,
 };

@@ -1,0 +1,54 @@
+// The shop's word on money (docs/payments.md): a payment confirmed by its backend or a provider's
+// webhook, and what became of it. Routes and webhooks map these outcomes to their answers.
+import type { Transaction } from 'kysely';
+import type { Principal } from '../auth/tokens.js';
+import type { Database, RefundReason } from '../infra/db/types.js';
+import type { OrderView } from '../orders/order.js';
+
+export interface PaymentInput {
+  orderId: bigint;
+  provider: string;
+  paymentId: string;
+  /** Minor units. */
+  amount: number;
+  /** Compared case-insensitively, stored upper case. */
+  currency: string;
+}
+
+/** Runs first inside the effect's transaction; resolves false when this delivery was applied before: then nothing changes. */
+export type Once = (trx: Transaction<Database>) => Promise<boolean>;
+
+export type PaymentOutcome =
+  | { kind: 'applied'; order: OrderView } // applied now or earlier (same provider+paymentId)
+  | { kind: 'refund_due'; reason: RefundReason; order: OrderView }
+  | { kind: 'processing' }
+  | { kind: 'not_found' }
+  | { kind: 'replayed' }; // once() said false
+
+export type RefundOutcome =
+  | { kind: 'refunded'; order: OrderView }
+  | { kind: 'not_paid'; order: OrderView }
+  | { kind: 'not_found' }
+  | { kind: 'replayed' }
+  | { kind: 'refused'; order: OrderView };
+
+export type ConfirmPayment = (input: PaymentInput, once?: Once) => Promise<PaymentOutcome>;
+export type RefundOrder = (orderId: bigint, options: { restock?: boolean }, once?: Once) => Promise<RefundOutcome>;
+
+/** Reads any order (the shop's backend acts on every buyer's orders). */
+export const SYSTEM: Principal = { userId: 0n, admin: true };
+
+/**
+ * Thrown inside a decision's transaction when the order is not stored: it rolls back, so what
+ * once() recorded goes too and a later delivery may still apply.
+ */
+export class OrderMissing extends Error {}
+
+/** Locks the order row a payment or a refund decides on (the row the expiry locks too). */
+export const lockOrder = (trx: Transaction<Database>, orderId: bigint) =>
+  trx
+    .selectFrom('orders')
+    .select(['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency'])
+    .where('id', '=', orderId.toString())
+    .forUpdate()
+    .executeTakeFirst();
