@@ -115,7 +115,7 @@ try {
     const { requests, statuses } = await load(tokens);
     const wallS = (performance.now() - started) / 1000;
     const cpuUs = (await ask<{ us: number }>('cpu')).us - before;
-    if (statuses[202] !== buyers || statuses[409] !== requests - buyers) throw new Error(`round ${round} ${alg}: unexpected answers ${JSON.stringify(statuses)}`);
+    if (statuses[202] !== buyers || (statuses[409] ?? 0) !== requests - buyers) throw new Error(`round ${round} ${alg}: unexpected answers ${JSON.stringify(statuses)}`);
     results.push({ round, alg, requests, cpuUs, usPerRequest: cpuUs / requests, wallS, statuses });
     console.log(`round ${round} ${alg}: ${requests} claims, server CPU ${(cpuUs / 1000).toFixed(0)} ms, ${(cpuUs / requests).toFixed(1)} µs/claim, ${Math.round(requests / wallS)} claims/s`);
   }

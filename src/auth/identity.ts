@@ -42,6 +42,7 @@ export function createIdentity({ tokens, log, config, capacity }: IdentityOption
     rolesClaim: config.jwtRolesClaim,
     maxTtlSeconds: config.jwtMaxTtlSeconds,
   });
+  const pending = new Map<string, Promise<Principal>>();
   // The header segment of the last HS256 token seen: the same one again goes straight to HS256.
   let hs256Header = '';
   return {
@@ -61,10 +62,18 @@ export function createIdentity({ tokens, log, config, capacity }: IdentityOption
         return tokens.verify(authorization);
       }
       if (header === null || !isJwksAlgorithm(header.alg)) throw invalid();
-      return verifyJwks(token, { ...header, alg: header.alg }).then((principal) => {
-        verified.add(token, principal, Date.now());
-        return principal;
-      });
+      // A buyer's retries while its first request is being verified wait for that verification.
+      let verifying = pending.get(token);
+      if (verifying === undefined) {
+        verifying = verifyJwks(token, { ...header, alg: header.alg })
+          .then((principal) => {
+            verified.add(token, principal, Date.now());
+            return principal;
+          })
+          .finally(() => pending.delete(token));
+        pending.set(token, verifying);
+      }
+      return verifying;
     },
   };
 }

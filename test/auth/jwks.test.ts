@@ -122,6 +122,7 @@ describe('identity claims (JWT_USER_CLAIM, JWT_ROLES_CLAIM)', () => {
     const token = await signToken(ed, { sub: 'f81d4fae-uuid', uid: '77', realm_access: { roles: ['offline_access', 'admin'] } });
     const first = identity.authenticate(`Bearer ${token}`);
     assert.ok(first instanceof Promise, 'a new token is verified asynchronously');
+    assert.equal(identity.authenticate(`Bearer ${token}`), first, 'once, however many requests carry it meanwhile');
     const principal: Principal = await first;
     assert.deepEqual({ ...principal, expiresAt: undefined }, { userId: 77n, admin: true, service: false, expiresAt: undefined });
     assert.ok(principal.expiresAt! > Date.now());
