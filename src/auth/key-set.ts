@@ -46,7 +46,6 @@ export interface KeySetOptions {
   log: Logger;
   /** A refresh dropped or changed a key: whatever was verified with it must be forgotten. */
   onKeysChanged?: () => void;
-  refetchIntervalMs?: number;
 }
 
 /** A public signing key usable for `alg`: its own `alg`, when present, must be that one. */
@@ -86,7 +85,7 @@ async function fetchSet(url: string, signal: AbortSignal): Promise<Map<string, M
 const sameKeys = (a: Member[] | undefined, b: Member[] | undefined) =>
   a !== undefined && b !== undefined && JSON.stringify(a.map((m) => m.jwk)) === JSON.stringify(b.map((m) => m.jwk));
 
-export function createKeySet({ url, log, onKeysChanged, refetchIntervalMs = REFETCH_INTERVAL_MS }: KeySetOptions): KeySet {
+export function createKeySet({ url, log, onKeysChanged }: KeySetOptions): KeySet {
   let members = new Map<string, Member[]>();
   let lastFetchAt = -Infinity;
   let pending: Promise<void> | null = null;
@@ -105,7 +104,7 @@ export function createKeySet({ url, log, onKeysChanged, refetchIntervalMs = REFE
           if (changed) onKeysChanged?.();
         },
         (err: unknown) => {
-          if (!closed) log.warn({ err, url }, `the JWKS could not be fetched (${why}); the keys known before stay, a token with an unknown kid fetches it again (at most every ${refetchIntervalMs} ms)`);
+          if (!closed) log.warn({ err, url }, `the JWKS could not be fetched (${why}); the keys known before stay, a token with an unknown kid fetches it again (at most every ${REFETCH_INTERVAL_MS} ms)`);
         },
       )
       .finally(() => {
@@ -123,7 +122,7 @@ export function createKeySet({ url, log, onKeysChanged, refetchIntervalMs = REFE
       let list = members.get(kid);
       if (list === undefined) {
         if (pending) await pending;
-        else if (Date.now() - lastFetchAt >= refetchIntervalMs) await load(`unknown kid ${JSON.stringify(kid.slice(0, 64))}`);
+        else if (Date.now() - lastFetchAt >= REFETCH_INTERVAL_MS) await load(`unknown kid ${JSON.stringify(kid.slice(0, 64))}`);
         list = members.get(kid);
         if (list === undefined) throw new AppError('UNAUTHORIZED', 'token key id (kid) is not in the JWKS');
       }
