@@ -2,7 +2,8 @@
 // not a hint about the body.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
-import type { Principal, TokenService } from './tokens.js';
+import type { Identity } from './identity.js';
+import type { Principal } from './tokens.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,37 +20,37 @@ export interface Guards {
   service: Hook;
 }
 
-/** Callback-style hooks: verification is synchronous, so no promise per request. */
-export function createGuards(tokens: TokenService): Guards {
+/** Why `principal` may not pass, or null. */
+type Rule = (principal: Principal) => AppError | null;
+
+function admit(request: FastifyRequest, principal: Principal, rule: Rule | null, done: (err?: Error) => void): void {
+  const refusal = rule === null ? null : rule(principal);
+  if (refusal !== null) return done(refusal);
+  request.principal = principal;
+  done();
+}
+
+/**
+ * Callback-style hooks: a token verified before (and every HS256 token) completes synchronously,
+ * so no promise per request; a JWKS token seen for the first time completes when it is verified.
+ */
+export function createGuards(identity: Pick<Identity, 'authenticate'>): Guards {
+  const guard =
+    (rule: Rule | null): Hook =>
+    (request, _reply, done) => {
+      let result: Principal | Promise<Principal>;
+      try {
+        result = identity.authenticate(request.headers.authorization);
+      } catch (err) {
+        return done(err as Error);
+      }
+      if (result instanceof Promise) result.then((principal) => admit(request, principal, rule, done), done);
+      else admit(request, result, rule, done);
+    };
   return {
-    user(request, _reply, done) {
-      try {
-        request.principal = tokens.verify(request.headers.authorization);
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-    admin(request, _reply, done) {
-      try {
-        const principal = tokens.verify(request.headers.authorization);
-        if (!principal.admin) throw new AppError('FORBIDDEN', 'admin role required');
-        request.principal = principal;
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-    service(request, _reply, done) {
-      try {
-        const principal = tokens.verify(request.headers.authorization);
-        if (!principal.admin && !principal.service) throw new AppError('FORBIDDEN', 'service or admin role required');
-        request.principal = principal;
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    },
+    user: guard(null),
+    admin: guard((p) => (p.admin ? null : new AppError('FORBIDDEN', 'admin role required'))),
+    service: guard((p) => (p.admin || p.service ? null : new AppError('FORBIDDEN', 'service or admin role required'))),
   };
 }
 

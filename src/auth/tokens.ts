@@ -61,10 +61,10 @@ export function ttlWithin(preferred: number, maxTtlSeconds: number): number {
 
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 /** The JSON object a base64url segment encodes, or null. */
-function jsonObject(segment: string): Json | null {
+export function jsonObject(segment: string): Json | null {
   if (!BASE64URL.test(segment)) return null;
   try {
     const value: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
@@ -74,15 +74,34 @@ function jsonObject(segment: string): Json | null {
   }
 }
 
-const invalid = () => new AppError('UNAUTHORIZED', 'invalid token');
+export const invalid = () => new AppError('UNAUTHORIZED', 'invalid token');
+
+/**
+ * The time rules of every bearer token, whoever signed it: `nbf` honoured, `exp` required (unless
+ * maxTtlSeconds is 0) and no further ahead than JWT_MAX_TTL_SECONDS plus the clock skew.
+ * Throws UNAUTHORIZED.
+ */
+export function timeCheck(maxTtlSeconds: number): (payload: Json, now: number) => void {
+  // The latest `exp` accepted, as a distance from now (ms).
+  const furthestExpMs = maxTtlSeconds === 0 ? Infinity : (maxTtlSeconds + CLOCK_SKEW_SECONDS) * 1000;
+  const tooLong = `token lifetime exceeds the maximum of ${maxTtlSeconds} s`;
+  return ({ nbf, exp }, now) => {
+    if (nbf !== undefined && (typeof nbf !== 'number' || now < nbf * 1000)) throw invalid();
+    if (exp === undefined) {
+      if (maxTtlSeconds !== 0) throw new AppError('UNAUTHORIZED', 'token has no expiry (exp)');
+    } else {
+      if (typeof exp !== 'number') throw invalid();
+      if (now > exp * 1000) throw new AppError('UNAUTHORIZED', 'token expired');
+      if (exp * 1000 - now > furthestExpMs) throw new AppError('UNAUTHORIZED', tooLong);
+    }
+  };
+}
 
 /** The token's payload when its signature, header and time claims hold; throws UNAUTHORIZED. */
 function createHs256Verifier(secret: string, maxTtlSeconds: number): (token: string) => Json {
   if (!secret) throw new Error('an HS256 secret must not be empty');
   const key = createSecretKey(Buffer.from(secret, 'utf8'));
-  // The latest `exp` accepted, as a distance from now (ms).
-  const furthestExpMs = maxTtlSeconds === 0 ? Infinity : (maxTtlSeconds + CLOCK_SKEW_SECONDS) * 1000;
-  const tooLong = `token lifetime exceeds the maximum of ${maxTtlSeconds} s`;
+  const checkTimes = timeCheck(maxTtlSeconds);
   // Every token of this service carries the same header segment: one accepted is not parsed again.
   let knownHeader = '';
   return (token) => {
@@ -104,16 +123,7 @@ function createHs256Verifier(secret: string, maxTtlSeconds: number): (token: str
     if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) throw invalid();
     const payload = jsonObject(token.slice(first + 1, last));
     if (payload === null) throw invalid();
-    const now = Date.now();
-    const { nbf, exp } = payload;
-    if (nbf !== undefined && (typeof nbf !== 'number' || now < nbf * 1000)) throw invalid();
-    if (exp === undefined) {
-      if (maxTtlSeconds !== 0) throw new AppError('UNAUTHORIZED', 'token has no expiry (exp)');
-    } else {
-      if (typeof exp !== 'number') throw invalid();
-      if (now > exp * 1000) throw new AppError('UNAUTHORIZED', 'token expired');
-      if (exp * 1000 - now > furthestExpMs) throw new AppError('UNAUTHORIZED', tooLong);
-    }
+    checkTimes(payload, Date.now());
     return payload;
   };
 }

@@ -3,6 +3,7 @@
 // Redis can keep the promise ADMIT_DURABILITY makes (claims/durability.ts).
 import type { AppDeps } from '../app.js';
 import { createGuards } from '../auth/guards.js';
+import { createIdentity } from '../auth/identity.js';
 import { createTokenService, type TokenService } from '../auth/tokens.js';
 import { batchAdmissions } from '../claims/admission-batch.js';
 import { createClaimTokens, type ClaimTokens } from '../claims/claim-tokens.js';
@@ -48,6 +49,10 @@ export interface Api {
 export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub, eventOutbox, inflight, vouchers, directory, redisState, moves, releases, reconciler, verifier } = core;
   const tokens = createTokenService(config.jwtSecret, { maxTtlSeconds: config.jwtMaxTtlSeconds });
+  // The shop's JWKS is fetched here, before the first request; a failure is logged, not fatal.
+  const identity = createIdentity({ tokens, log, config });
+  core.closer.add('identity provider keys', () => identity.close());
+  await identity.ready;
   const claimTokens = createClaimTokens(config.jwtSecret);
   const limits = claimRateLimits(config);
   const soldOut = createSoldOutCache({ ttlMs: config.soldOutCacheMs, redis, keys, unitsBack, log });
@@ -64,7 +69,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
 
   const appDeps: AppDeps = {
     logger: log,
-    guards: createGuards(tokens),
+    guards: createGuards(identity),
     metrics: metrics.registry,
     countError: metrics.countError,
     httpLimits: httpLimits(config),

@@ -37,12 +37,12 @@ describe('HS256 token verification', () => {
     assert.equal(inAMinute.userId, 42n);
     assert.ok(Math.abs(inAMinute.expiresAt! - (Date.now() + 60_000)) < 2_000);
     const largest = tokens.verify(`Bearer ${await tokens.sign({ userId: 9223372036854775807n, admin: true }, MAX_TTL)}`);
-    assert.deepEqual({ ...largest, expiresAt: undefined }, { userId: 9223372036854775807n, admin: true, expiresAt: undefined });
+    assert.deepEqual({ ...largest, expiresAt: undefined }, { userId: 9223372036854775807n, admin: true, service: false, expiresAt: undefined });
     const exp = now() + 60;
     const signed = createSigner({ key: SECRET, algorithm: 'HS256' })({ sub: '7', nbf: now() - 5, exp });
-    assert.deepEqual(tokens.verify(`Bearer ${signed}  `), { userId: 7n, admin: false, expiresAt: exp * 1000 });
+    assert.deepEqual(tokens.verify(`Bearer ${signed}  `), { userId: 7n, admin: false, service: false, expiresAt: exp * 1000 });
     // The same header is parsed once and then recognised: a second, different token still verifies.
-    assert.deepEqual(tokens.verify(`Bearer ${forge(HS256, { sub: '8', exp })}`), { userId: 8n, admin: false, expiresAt: exp * 1000 });
+    assert.deepEqual(tokens.verify(`Bearer ${forge(HS256, { sub: '8', exp })}`), { userId: 8n, admin: false, service: false, expiresAt: exp * 1000 });
   });
 
   it('when the signature is wrong, missing or made with another secret, then it is refused', async () => {
@@ -79,8 +79,8 @@ describe('HS256 token verification', () => {
   it('when a token has no exp, then it is refused, unless the maximum lifetime is 0', async () => {
     assert.equal(refusal(`Bearer ${forge(HS256, { sub: '5' })}`), 'token has no expiry (exp)');
     assert.equal(refusal(`Bearer ${forge(HS256, { sub: '5', role: 'admin', iat: now() })}`), 'token has no expiry (exp)');
-    assert.deepEqual(unbounded.verify(`Bearer ${forge(HS256, { sub: '5' })}`), { userId: 5n, admin: false });
-    assert.deepEqual(unbounded.verify(`Bearer ${await unbounded.sign({ userId: 6n, admin: true }, 0)}`), { userId: 6n, admin: true });
+    assert.deepEqual(unbounded.verify(`Bearer ${forge(HS256, { sub: '5' })}`), { userId: 5n, admin: false, service: false });
+    assert.deepEqual(unbounded.verify(`Bearer ${await unbounded.sign({ userId: 6n, admin: true, service: false }, 0)}`), { userId: 6n, admin: true, service: false });
     // Still checked for what it says: a passed exp is expired there too.
     assert.equal(refusal(`Bearer ${forge(HS256, { sub: '5', exp: now() - 1 })}`, unbounded), 'token expired');
   });
