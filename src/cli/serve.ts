@@ -3,6 +3,7 @@ import { buildApp } from '../app.js';
 import { joinClusterMetrics, serveClusterMetrics } from '../cluster-metrics.js';
 import type { Config } from '../config.js';
 import { checkServingSecret } from '../config/serving-secret.js';
+import { checkWebhookSettings } from '../config/webhook-settings.js';
 import { type Container, createContainer } from '../container.js';
 import type { App } from '../http.js';
 import { createLogger } from '../logger.js';
@@ -19,10 +20,12 @@ export interface ServeOptions {
 /**
  * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker), in API_PROCESSES
  * processes sharing the port. SIGTERM/SIGINT stop accepting, finish in-flight requests, then the
- * batches in hand, and exit 0. Refuses (ConfigError) a secret anyone could know on a HOST others reach.
+ * batches in hand, and exit 0. Refuses (ConfigError) a secret anyone could know on a HOST others reach,
+ * and WEBHOOK_URL without WEBHOOK_SECRET.
  */
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
   checkServingSecret(config);
+  checkWebhookSettings(config);
   if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
   // One process of several: /metrics answers for all of them.

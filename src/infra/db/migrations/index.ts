@@ -8,6 +8,7 @@ import * as idempotencyKeyCase from './0006-idempotency-key-case.js';
 import * as orderCounts from './0007-order-counts.js';
 import * as voucherQueues from './0008-voucher-queues.js';
 import * as queuePrequeue from './0009-queue-prequeue.js';
+import * as webhookEvents from './0012-webhook-events.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007-order-counts': orderCounts,
   '0008-voucher-queues': voucherQueues,
   '0009-queue-prequeue': queuePrequeue,
+  '0012-webhook-events': webhookEvents,
 };
