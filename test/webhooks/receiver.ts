@@ -19,8 +19,14 @@ export interface Received {
 export class TestReceiver {
   /** Every request, in arrival order. */
   readonly received: Received[] = [];
-  /** The answer to each request (by its index among all requests). */
+  /** The answer to each request (by its index among all requests, in arrival order). */
   answer: (index: number) => number = () => 204;
+  /** How long each answer takes. */
+  delayMs = 0;
+  /** Most requests it held at once. */
+  maxInFlight = 0;
+  private inFlight = 0;
+  private requests = 0;
   private server: Server | null = null;
 
   private constructor(readonly port: number) {}
@@ -43,12 +49,17 @@ export class TestReceiver {
   async up(): Promise<void> {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
+      this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString();
-        const status = this.answer(this.received.length);
-        this.received.push({ headers: req.headers as Record<string, string>, body, event: JSON.parse(body) as OrderEventBody, status });
-        res.writeHead(status).end();
+        const status = this.answer(this.requests++);
+        setTimeout(() => {
+          this.inFlight--;
+          // Recorded as answered: a request counts once its answer is on its way.
+          this.received.push({ headers: req.headers as Record<string, string>, body, event: JSON.parse(body) as OrderEventBody, status });
+          res.writeHead(status).end();
+        }, this.delayMs);
       });
     });
     await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
