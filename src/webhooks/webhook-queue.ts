@@ -84,7 +84,8 @@ export async function take(db: Db, { batch, leaseMs, round, maxAgeSeconds }: Tak
       const leaseEnd = dialect.nowPlusSeconds(leaseMs / 1000);
       await putOff(trx, blocked, leaseEnd, null);
       await putOff(trx, leased, leaseEnd, round);
-      return { claimed: rows.length, givenUp: tooOld.length, leased };
+      // Taken by due time: an order's events are sent in id order.
+      return { claimed: rows.length, givenUp: tooOld.length, leased: leased.sort((a, b) => (BigInt(a.event_id) < BigInt(b.event_id) ? -1 : 1)) };
     });
 }
 
