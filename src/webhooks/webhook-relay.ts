@@ -4,7 +4,9 @@
 // sends each order's events one after the other in id order, stopping the order at its first
 // failure (per order, an event never goes before an earlier undelivered one), several orders at a
 // time, then settles: delivered rows deleted, failed ones retried with back-off (doubling per
-// attempt, capped, never past the event's maximum age, when it is given up).
+// attempt, capped, never past the event's maximum age, when it is given up). A receiver that fails
+// a whole round is taken for down: until it delivers again the relay tries one event at a time,
+// with the same back-off, so a dead receiver costs a request now and then, not one per event.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
@@ -63,6 +65,8 @@ export class WebhookRelay {
   private readonly loop: PollLoop;
   private readonly name = randomUUID();
   private rounds = 0;
+  /** Set while the receiver fails every attempt: no round before nextProbeAt, then one event. */
+  private down: { backoff: Backoff; nextProbeAt: number } | null = null;
   /** Aborts the requests in flight when closing: they are tried again, by this process or another. */
   private readonly closing = new AbortController();
 
@@ -89,19 +93,36 @@ export class WebhookRelay {
   /** Resolves true when a full batch was taken and some of it left: more is waiting. */
   private async round(): Promise<boolean> {
     const { db, batch, timeoutMs, maxAgeSeconds, onGivenUp, onDelivered, onFailedAttempts } = this.deps;
+    if (this.down && Date.now() < this.down.nextProbeAt) return false;
     const started = Date.now();
     const leaseMs = 6 * timeoutMs;
     const round = `${this.name}:${++this.rounds}`;
-    const taken = await take(db, { batch, leaseMs, round, maxAgeSeconds });
+    // While the receiver fails everything, one event at a time finds out when it is back.
+    const taken = await take(db, { batch: this.down ? 1 : batch, leaseMs, round, maxAgeSeconds });
     if (taken.givenUp) onGivenUp?.(taken.givenUp);
     if (taken.leased.length === 0) return false;
     // A request started after this could still run when the lease ends.
     const lastStart = started + leaseMs - timeoutMs - 1_000;
     const settlement = await this.deliver(taken.leased, started, lastStart);
     await settle(db, round, settlement);
-    if (settlement.delivered.length) onDelivered?.(settlement.delivered.length);
-    if (settlement.failed.length) onFailedAttempts?.(settlement.failed.length);
-    return taken.claimed === batch && settlement.delivered.length > 0;
+    const { delivered, failed } = settlement;
+    if (delivered.length) onDelivered?.(delivered.length);
+    if (failed.length) onFailedAttempts?.(failed.length);
+    this.noteReceiver(delivered.length, failed);
+    return !this.down && taken.claimed === batch && delivered.length > 0;
+  }
+
+  /** A round whose every attempt failed marks the receiver down; one delivery marks it back. */
+  private noteReceiver(delivered: number, failed: Settlement['failed']): void {
+    const { log, retryFirstMs, retryMaxMs } = this.deps;
+    if (delivered > 0) {
+      if (this.down) log.info('webhook receiver answers again');
+      this.down = null;
+    } else if (failed.length > 0) {
+      if (!this.down) log.warn({ error: failed[0]!.error }, 'webhook receiver fails every event; trying one event at a time, with back-off');
+      this.down ??= { backoff: new Backoff(retryFirstMs, retryMaxMs), nextProbeAt: 0 };
+      this.down.nextProbeAt = Date.now() + this.down.backoff.next();
+    }
   }
 
   /** Sends each order's rows in id order, up to its first failure; several orders at a time. */
