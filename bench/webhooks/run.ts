@@ -1,14 +1,16 @@
-// Does a dead webhook receiver slow the sale? In alternating rounds, one `seckill serve` (API and
-// workers, default settings, RabbitMQ off) with webhooks off, and one with WEBHOOK_URL pointing at
-// a port where nothing listens (every attempt refused at once: the most attempts per second a dead
-// receiver can cause). Each sale starts its server on a database and key prefix of its own, runs an
+// Does a dead webhook receiver slow the sale? In rotating rounds, one `seckill serve` (API and
+// workers, default settings, RabbitMQ off) with webhooks off, one with WEBHOOK_URL pointing at a
+// port where nothing listens (every attempt refused at once: the most attempts per second a dead
+// receiver can cause), and, for what webhooks cost when they work, one with a receiver in this
+// process that answers 204 to everything. Each sale starts its server on a database and key prefix of its own, runs an
 // unmeasured warm-up sale (whose events, for the dead receiver, are retried during the measured
 // one), then N buyers claim one unit each of one voucher. Per sale: claims/s, p99, the server's CPU
 // per claim (/proc of its pid) over the claims and until every order is stored, the drain, the
-// verdict from both stores, and for the dead receiver what /metrics says of the webhooks.
+// verdict from both stores, and what /metrics says of the webhooks.
 //   node --import tsx bench/webhooks/run.ts [--buyers 20000] [--rounds 3] [--connections 64]
 //        [--database-server mysql://root@127.0.0.1:3306] [--json webhooks.json]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +39,8 @@ const WEBHOOK_SECRET = `whsec_${Buffer.from('bench webhooks secret, 32 bytes!').
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim();
 
-type Kind = 'off' | 'dead';
+type Kind = 'off' | 'dead' | 'up';
+const KINDS: Kind[] = ['off', 'dead', 'up'];
 
 interface Sale {
   kind: Kind;
@@ -51,8 +54,8 @@ interface Sale {
   drainLagMs: number;
   storedPerS: number;
   machineBusyCores: number | null;
-  /** From the server's /metrics once every order was stored (dead receiver only). */
-  webhooks: { failedAttempts: number; waiting: number; oldestAgeSeconds: number } | null;
+  /** From the server's /metrics once every order was stored (webhooks on only). */
+  webhooks: { delivered: number; failedAttempts: number; waiting: number; oldestAgeSeconds: number } | null;
   verdict: Verdict;
 }
 
@@ -73,10 +76,10 @@ async function claimAll(api: JsonClient, origin: string, credentials: Credential
   return { voucher, window };
 }
 
-async function sale(kind: Kind, round: number, redisUrl: string, deadUrl: string, measured: Credentials, warmup: Credentials): Promise<Sale> {
+async function sale(kind: Kind, round: number, redisUrl: string, urls: Record<'dead' | 'up', string>, measured: Credentials, warmup: Credentials): Promise<Sale> {
   const label = `bench_webhooks_${process.pid}_${kind}${round}`;
   const databaseUrl = `${flags['database-server']}/${label}`;
-  const webhooks: Record<string, string> = kind === 'dead' ? { WEBHOOK_URL: deadUrl, WEBHOOK_SECRET } : {};
+  const webhooks: Record<string, string> = kind === 'off' ? {} : { WEBHOOK_URL: urls[kind], WEBHOOK_SECRET };
   const server = await startServer({ DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, REDIS_PREFIX: label, ...webhooks });
   const api = new JsonClient(server.origin, 16);
   const db = createDb(databaseUrl, 2);
@@ -93,7 +96,7 @@ async function sale(kind: Kind, round: number, redisUrl: string, deadUrl: string
     const drainLagMs = await waitStored(db, [voucher], admitted, 300_000);
     const storedAt = performance.now();
     const saleCost = await costs();
-    const scrape = kind === 'dead' ? await (await fetch(`${server.origin}/metrics`)).text() : null;
+    const scrape = kind !== 'off' ? await (await fetch(`${server.origin}/metrics`)).text() : null;
     const { verdict } = await checkSale(db, redis, createKeySpace(label, 16), [voucher], recorder.orderIds);
     const loadSeconds = (window.endedAt - window.startedAt) / 1000;
     return {
@@ -109,6 +112,7 @@ async function sale(kind: Kind, round: number, redisUrl: string, deadUrl: string
       storedPerS: admitted / ((storedAt - window.startedAt) / 1000),
       machineBusyCores: cpu.machineBusyCores,
       webhooks: scrape === null ? null : {
+        delivered: metric(scrape, 'seckill_webhooks_delivered_total'),
         failedAttempts: metric(scrape, 'seckill_webhooks_failed_attempts_total'),
         waiting: metric(scrape, 'seckill_webhooks_waiting'),
         oldestAgeSeconds: metric(scrape, 'seckill_webhooks_oldest_waiting_age_seconds'),
@@ -143,16 +147,22 @@ const FIGURES: { name: string; of: (s: Sale) => number; digits: number }[] = [
 
 function report(sales: Sale[]): string {
   const rounds = [...new Set(sales.map((s) => s.round))];
-  const pair = (r: number) => [sales.find((s) => s.round === r && s.kind === 'off')!, sales.find((s) => s.round === r && s.kind === 'dead')!] as const;
-  const rows = [['', ...rounds.flatMap((r) => [`r${r} off`, `r${r} dead`, `r${r} dead/off`]), 'median dead/off']];
-  for (const f of FIGURES) {
-    const ratios = rounds.map((r) => f.of(pair(r)[1]) / f.of(pair(r)[0]));
-    rows.push([f.name, ...rounds.flatMap((r, i) => [fmt(f.of(pair(r)[0]), f.digits), fmt(f.of(pair(r)[1]), f.digits), ratios[i]!.toFixed(2)]), `**${median(ratios).toFixed(2)}**`]);
-  }
-  const hooks = (s: Sale) => (s.webhooks ? `${fmt(s.webhooks.failedAttempts)} failed · ${fmt(s.webhooks.waiting)} waiting · oldest ${fmt(s.webhooks.oldestAgeSeconds, 1)} s` : '');
-  rows.push(['webhooks (/metrics, all stored)', ...rounds.flatMap((r) => ['', hooks(pair(r)[1]), '']), '']);
-  rows.push(['verdict', ...rounds.flatMap((r) => [...pair(r).map((s): string => (s.verdict.ok ? 'PASS' : 'FAIL')), '']), '']);
+  const of = (r: number, kind: Kind) => sales.find((s) => s.round === r && s.kind === kind)!;
+  const rows = [['', ...rounds.flatMap((r) => KINDS.map((k) => `r${r} ${k}`)), 'median dead/off', 'median up/off']];
+  const medianRatio = (f: (s: Sale) => number, kind: Kind) => `**${median(rounds.map((r) => f(of(r, kind)) / f(of(r, 'off')))).toFixed(2)}**`;
+  for (const f of FIGURES) rows.push([f.name, ...rounds.flatMap((r) => KINDS.map((k) => fmt(f.of(of(r, k)), f.digits))), medianRatio(f.of, 'dead'), medianRatio(f.of, 'up')]);
+  const hooks = (s: Sale) => (s.webhooks ? `${fmt(s.webhooks.delivered)} delivered · ${fmt(s.webhooks.failedAttempts)} failed · ${fmt(s.webhooks.waiting)} waiting` : '');
+  rows.push(['webhooks (/metrics, all stored)', ...rounds.flatMap((r) => KINDS.map((k) => hooks(of(r, k)))), '', '']);
+  rows.push(['verdict', ...rounds.flatMap((r) => KINDS.map((k) => (of(r, k).verdict.ok ? 'PASS' : 'FAIL'))), '', '']);
   return rows.map((r, i) => `| ${r.join(' | ')} |${i === 0 ? `\n|${r.map((_, j) => (j === 0 ? ' --- ' : ' ---: ')).join('|')}|` : ''}`).join('\n');
+}
+
+/** A receiver that answers 204 to everything, on a free port. */
+async function healthyReceiver(): Promise<{ url: string; close(): void }> {
+  const server = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
+  const port = await freePorts(1);
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${port}/hooks`, close: () => server.close() };
 }
 
 async function main() {
@@ -160,20 +170,22 @@ async function main() {
   const ownRedis = await startOwnRedis('private');
   // Nothing listens there: every attempt is refused at once.
   const deadUrl = `http://127.0.0.1:${await freePorts(1)}/hooks`;
+  const receiver = await healthyReceiver();
   const credentials = await mintCredentials({ secret: JWT_SECRET, buyers: flags.buyers + WARMUP_BUYERS, firstUserId: 1_000_000n, ttlSeconds: 3 * 3600 });
   const measured = { admin: credentials.admin, buyers: credentials.buyers.slice(0, flags.buyers) };
   const warmup = { admin: credentials.admin, buyers: credentials.buyers.slice(flags.buyers) };
   const sales: Sale[] = [];
   try {
     for (let round = 1; round <= flags.rounds; round++) {
-      // Alternate which goes first, so a drift of the box's speed favours neither.
-      for (const kind of (round % 2 ? ['off', 'dead'] : ['dead', 'off']) as Kind[]) {
-        const s = await sale(kind, round, ownRedis.url, deadUrl, measured, warmup);
+      // Rotate which goes first, so a drift of the box's speed favours none.
+      for (const kind of [...KINDS.slice((round - 1) % 3), ...KINDS.slice(0, (round - 1) % 3)]) {
+        const s = await sale(kind, round, ownRedis.url, { dead: deadUrl, up: receiver.url }, measured, warmup);
         sales.push(s);
         say(`round ${round} ${kind}: ${fmt(s.claimsPerS)} claims/s, p99 ${s.p99Ms.toFixed(1)} ms, ${fmt(s.serverCpuUsPerClaim)} µs server CPU/claim, drain lag ${fmt(s.drainLagMs)} ms, ${s.verdict.ok ? 'PASS' : `FAIL: ${s.verdict.problems.join('; ')}`}`);
       }
     }
   } finally {
+    receiver.close();
     await ownRedis.stop();
   }
   const loadAfter = loadavg();

@@ -31,7 +31,7 @@ export interface EventOutbox {
   /** Whether events are written at all. */
   readonly enabled: boolean;
   readonly destinations: Readonly<EventDestinations>;
-  /** Writes the events in `trx`, in the given order (their ids follow it), one statement. */
+  /** Writes the events in `trx`, in the given order (their ids follow it): one statement; two with webhooks on, three with webhooks alone. */
   write(trx: Transaction<Database>, events: OutboxEvent[]): Promise<void>;
   /** Tells the local relays, if any, that rows were committed (they send them before their next poll). */
   committed(): void;

@@ -150,9 +150,10 @@ export class WebhookRelay {
     return out;
   }
 
-  /** Aborts the requests in flight, lets the round settle, then stops. Idempotent. */
+  /** Aborts the requests in flight, lets the round settle, then stops and closes the sender. Idempotent. */
   async close(): Promise<void> {
     this.closing.abort();
     await this.loop.close();
+    await this.deps.sender.close();
   }
 }
