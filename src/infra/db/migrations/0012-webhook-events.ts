@@ -32,7 +32,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .execute();
   }
   // The relay takes due rows, and checks per order whether an earlier event is still waiting.
-  await db.schema.createIndex('webhook_events_due').on('webhook_events').columns(['due_at']).execute();
+  await db.schema.createIndex('webhook_events_due').on('webhook_events').columns(['due_at', 'event_id']).execute();
   await db.schema.createIndex('webhook_events_order').on('webhook_events').columns(['order_id', 'event_id']).execute();
   await db.schema.createIndex('webhook_given_up_order').on('webhook_given_up').columns(['order_id']).execute();
 }
