@@ -7,7 +7,7 @@
 // attempt, capped, never past the event's maximum age, when it is given up). A receiver that fails
 // a whole round is taken for down: until it delivers again the relay tries one event at a time,
 // with the same back-off, so a dead receiver costs a request now and then, not one per event.
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
 import { messageOf } from '../events/message.js';
@@ -63,7 +63,8 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
 
 export class WebhookRelay {
   private readonly loop: PollLoop;
-  private readonly name = randomUUID();
+  /** With the round's number, at most 33 characters (leased_by holds 40). */
+  private readonly name = randomBytes(8).toString('hex');
   private rounds = 0;
   /** Set while the receiver fails every attempt: no round before nextProbeAt, then one event. */
   private down: { backoff: Backoff; nextProbeAt: number } | null = null;
