@@ -91,8 +91,8 @@ export function createEventOutbox(destinations: EventDestinations): EventOutbox 
 export async function outboxBacklog(db: Db, table: 'order_events' | 'webhook_events' = 'order_events'): Promise<{ backlog: number; oldestAgeSeconds: number }> {
   const dialect = dialectOf(db);
   const { rows } = await sql<{ lowest: string; highest: string; age_ms: string | number }>`
-    select e.event_id as lowest, (select max(event_id) from ${sql.table(table)}) as highest, ${dialect.msBetween(sql.ref('e.created_at'), dialect.now)} as age_ms
-    from ${sql.table(table)} e order by e.event_id limit 1`.execute(db);
+    select e.event_id as lowest, (select max(event_id) from ${sql.raw(table)}) as highest, ${dialect.msBetween(sql.ref('e.created_at'), dialect.now)} as age_ms
+    from ${sql.raw(table)} e order by e.event_id limit 1`.execute(db);
   const row = rows[0];
   if (!row) return { backlog: 0, oldestAgeSeconds: 0 };
   return { backlog: Number(BigInt(row.highest) - BigInt(row.lowest)) + 1, oldestAgeSeconds: Number(row.age_ms) / 1000 };
