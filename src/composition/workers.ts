@@ -1,8 +1,7 @@
 // The workers' role on top of the core: the order pipeline, the payment timer, scheduled
 // reconciliation, the order-event relay (with EVENTS_AMQP_URL) and the webhook relay (with
-// WEBHOOK_URL). Each starts at most once and
-// registers its own stop with the core's closer, so close() stops the workers before the clients
-// they use.
+// WEBHOOK_URL). Each starts at most once and registers its own stop with the core's closer, so
+// close() stops the workers before the clients they use.
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
