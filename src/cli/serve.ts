@@ -4,6 +4,7 @@ import { joinClusterMetrics, serveClusterMetrics } from '../cluster-metrics.js';
 import type { Config } from '../config.js';
 import { checkServingSecret } from '../config/serving-secret.js';
 import { checkServingPayments } from '../config/serving-payments.js';
+import { checkWebhookSettings } from '../config/webhook-settings.js';
 import { type Container, createContainer } from '../container.js';
 import type { App } from '../http.js';
 import { createLogger } from '../logger.js';
@@ -21,11 +22,12 @@ export interface ServeOptions {
  * `seckill serve`: the HTTP API (and the order pipeline unless --no-worker), in API_PROCESSES
  * processes sharing the port. SIGTERM/SIGINT stop accepting, finish in-flight requests, then the
  * batches in hand, and exit 0. Refuses (ConfigError) a secret anyone could know, or simulated
- * payments, on a HOST others reach.
+ * payments, on a HOST others reach, and WEBHOOK_URL without WEBHOOK_SECRET.
  */
 export async function serve(config: Config, options: ServeOptions): Promise<void> {
   checkServingSecret(config);
   checkServingPayments(config);
+  checkWebhookSettings(config);
   if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
   // One process of several: /metrics answers for all of them.

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { checkWebhookSettings } from '../config/webhook-settings.js';
 import { createCore } from '../composition/core.js';
 import { createWorkers } from '../composition/workers.js';
 import { createLogger } from '../logger.js';
@@ -6,6 +7,7 @@ import { exitOnSignal } from './shutdown.js';
 
 /** `seckill worker`: the order pipeline and the payment timer. SIGTERM finishes the batches in hand, acks, exits 0. */
 export async function worker(config: Config): Promise<void> {
+  checkWebhookSettings(config);
   const log = createLogger(config.logLevel);
   const core = await createCore(config, log);
   await createWorkers(core).startWorkers();

@@ -45,7 +45,7 @@ export interface Core {
   unitsBack: UnitsBack;
   /** Order events on Redis pub/sub, for server-sent events (at most once). */
   pubsub: OrderPubSub;
-  /** Order events for RabbitMQ, written with each change (off without EVENTS_AMQP_URL). */
+  /** Order events for RabbitMQ and webhooks, written with each change (off without EVENTS_AMQP_URL and WEBHOOK_URL). */
   eventOutbox: EventOutbox;
   inflight: InflightReader;
   vouchers: VoucherRepository;
@@ -124,7 +124,7 @@ function storeServices({ config, db, redis, keys, scripts, metrics, pubsub, ids,
   const directory = createVoucherDirectory(vouchers);
   const redisState = createVoucherRedisState({ redis, keys, scripts, vouchers, inflight, waitlistMax: config.waitlistMax });
   const moves = createSegmentMoves({ redis, keys, scripts, ids });
-  const eventOutbox = createEventOutbox({ enabled: config.eventsAmqpUrl !== '' });
+  const eventOutbox = createEventOutbox({ amqp: config.eventsAmqpUrl !== '', webhooks: config.webhookUrl !== '' });
   const queueRepository = createQueueRepository(db);
   const queue = createQueue({
     redis, keys, scripts, directory, redisState, pubsub, ids,

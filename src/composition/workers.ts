@@ -1,12 +1,14 @@
 // The workers' role on top of the core: the order pipeline, the payment timer, scheduled
-// reconciliation and the order-event relay (with EVENTS_AMQP_URL). Each starts at most once and
-// registers its own stop with the core's closer, so close() stops the workers before the clients
-// they use.
+// reconciliation, the order-event relay (with EVENTS_AMQP_URL) and the webhook relay (with
+// WEBHOOK_URL). Each starts at most once and registers its own stop with the core's closer, so
+// close() stops the workers before the clients they use.
 import { hostname } from 'node:os';
 import { ReconcileSchedule } from '../consistency/schedule.js';
 import { createAmqpPublisher, derivedConfirmTimeoutMs } from '../events/amqp-publisher.js';
 import { EventRelay } from '../events/event-relay.js';
 import { outboxBacklog } from '../orders/event-outbox.js';
+import { WEBHOOK_RELAY, WebhookRelay } from '../webhooks/webhook-relay.js';
+import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
 import { OrderPipeline } from '../pipeline/consumer.js';
@@ -28,7 +30,9 @@ export interface Workers {
   startQueue(): Promise<QueueRunner>;
   /** Starts the relay of order events to RabbitMQ in this process (null: EVENTS_AMQP_URL is not set). */
   startEventRelay(): Promise<EventRelay | null>;
-  /** Everything a worker runs: the pipeline, the payment timer, scheduled reconciliation, the queue runner and the event relay. */
+  /** Starts the relay of order events to WEBHOOK_URL in this process (null: WEBHOOK_URL is not set). */
+  startWebhookRelay(): Promise<WebhookRelay | null>;
+  /** Everything a worker runs: the pipeline, the payment timer, scheduled reconciliation, the queue runner and the event relays. */
   startWorkers(): Promise<void>;
 }
 
@@ -127,6 +131,24 @@ async function startOrderEventRelay({ config, log, db, metrics, eventOutbox }: C
   return eventRelay;
 }
 
+async function startOrderWebhookRelay({ config, log, db, metrics, eventOutbox }: Core): Promise<WebhookRelay> {
+  const sender = createWebhookSender({ url: config.webhookUrl, secret: config.webhookSecret, timeoutMs: WEBHOOK_RELAY.timeoutMs });
+  const relay = WebhookRelay.start({
+    ...WEBHOOK_RELAY,
+    db,
+    sender,
+    log,
+    pollMs: config.eventsPollMs,
+    maxAgeSeconds: config.webhookMaxAgeSeconds,
+    onDelivered: (n) => metrics.webhooksDelivered.inc(n),
+    onFailedAttempts: (n) => metrics.webhookFailedAttempts.inc(n),
+    onGivenUp: (n) => metrics.webhooksGivenUp.inc(n),
+  });
+  eventOutbox.onCommitted(() => relay.nudge());
+  metrics.watchWebhookOutbox(() => outboxBacklog(db, 'webhook_events'));
+  return relay;
+}
+
 export function createWorkers(core: Core): Workers {
   const { config, eventOutbox, closer } = core;
   const startPipeline = startsOnce(closer, 'order pipeline', () => startOrderPipeline(core));
@@ -143,18 +165,22 @@ export function createWorkers(core: Core): Workers {
   const startReconcile = async () => (config.reconcileIntervalMs === 0 ? null : startSchedule());
   const startQueue = startsOnce(closer, 'queue runner', () => startQueueRunner(core));
   const startRelay = startsOnce(closer, 'order-event relay', () => startOrderEventRelay(core));
-  const startEventRelay = async () => (eventOutbox.enabled ? startRelay() : null);
+  const startEventRelay = async () => (eventOutbox.destinations.amqp ? startRelay() : null);
+  const startWebhooks = startsOnce(closer, 'webhook relay', () => startOrderWebhookRelay(core));
+  const startWebhookRelay = async () => (eventOutbox.destinations.webhooks ? startWebhooks() : null);
 
   return {
     startPipeline,
     startExpiry,
     startReconcile,
     startEventRelay,
+    startWebhookRelay,
     startQueue,
     async startWorkers() {
-      // The event relay first, so it closes last (the closer is LIFO): the events of the batches
+      // The event relays first, so they close last (the closer is LIFO): the events of the batches
       // the pipeline, the timer and the release relay finish while closing still leave.
       await startEventRelay();
+      await startWebhookRelay();
       await startPipeline();
       startExpiry();
       await startReconcile();

@@ -32,7 +32,7 @@ export interface EventRelayDeps {
  * The claimed rows that may leave now: per order, claimed rows in id order up to the first
  * unsent row of that order that another relay holds (it must leave first).
  */
-export function sendableInOrder(claimed: OutboxRow[], unsent: { order_id: string; event_id: string }[]): OutboxRow[] {
+export function sendableInOrder<R extends { order_id: string; event_id: string }>(claimed: R[], unsent: { order_id: string; event_id: string }[]): R[] {
   const ours = new Set(claimed.map((r) => r.event_id));
   const firstForeign = new Map<string, bigint>();
   for (const row of unsent) {

@@ -99,6 +99,29 @@ export interface OrderEventsTable {
   created_at: Generated<Date>;
 }
 
+/** The event's fields of an order_events row, copied with its id into webhook_events. */
+type WebhookEventColumns = Omit<OrderEventsTable, 'event_id' | 'type' | 'created_at'> & {
+  event_id: Id;
+  /** Text, not an enum: the relay sends whatever type the outbox holds. */
+  type: string;
+  created_at: Date;
+  attempts: Generated<number>;
+  last_error: string | null;
+};
+
+/** Order events waiting for WEBHOOK_URL (webhooks/): a row lives until the receiver answered 2xx or it is given up. */
+export interface WebhookEventsTable extends WebhookEventColumns {
+  /** When the row may next be taken: its next try, or the end of the round that holds it. */
+  due_at: Generated<Date>;
+  /** The relay round holding the row (null: none). */
+  leased_by: string | null;
+}
+
+/** Webhook events given up after WEBHOOK_MAX_AGE_SECONDS undelivered, kept for operators. */
+export interface WebhookGivenUpTable extends WebhookEventColumns {
+  given_up_at: Generated<Date>;
+}
+
 /** A queue voucher's draw: the seed (secret until drawn_at is set), then what the draw did. */
 export interface QueueDrawsTable {
   voucher_id: Id;
@@ -171,6 +194,8 @@ export interface Database {
   user_quantities: UserQuantitiesTable;
   release_outbox: ReleaseOutboxTable;
   order_events: OrderEventsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_given_up: WebhookGivenUpTable;
   voucher_order_counts: VoucherOrderCountsTable;
   queue_draws: QueueDrawsTable;
   queue_entrants: QueueEntrantsTable;

@@ -10,6 +10,7 @@ import * as voucherQueues from './0008-voucher-queues.js';
 import * as queuePrequeue from './0009-queue-prequeue.js';
 import * as pricesPayments from './0010-prices-payments.js';
 import * as stripeEvents from './0011-stripe-events.js';
+import * as webhookEvents from './0012-webhook-events.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009-queue-prequeue': queuePrequeue,
   '0010-prices-payments': pricesPayments,
   '0011-stripe-events': stripeEvents,
+  '0012-webhook-events': webhookEvents,
 };
