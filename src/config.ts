@@ -75,7 +75,7 @@ export const settings = {
   stripeWebhookSecret: setting('STRIPE_WEBHOOK_SECRET', '', (raw) => raw,
     'Signing secret (whsec_...) of the Stripe webhook endpoint POST /api/payments/stripe. Empty (the default): every event is refused as unsigned.'),
   jwtJwksUrl: setting('JWT_JWKS_URL', '', (raw) => (raw === '' ? '' : url('http:', 'https:')(raw)),
-    "The shop's identity provider's JWKS: RS256, ES256 and EdDSA tokens are verified with its keys (docs/payments.md). Empty (the default): HS256 only."),
+    "The shop's identity provider's JWKS: RS256, ES256 and EdDSA tokens are verified with its keys (docs/identity.md). Empty (the default): HS256 only."),
   jwtIssuer: setting('JWT_ISSUER', '', (raw) => raw, 'When set, a JWKS-verified token\'s iss must equal it.'),
   jwtAudience: setting('JWT_AUDIENCE', '', (raw) => raw, 'When set, a JWKS-verified token\'s aud must equal or contain it.'),
   jwtUserClaim: setting('JWT_USER_CLAIM', 'sub', nonEmpty(), 'Claim of a JWKS-verified token holding the user id (a positive 64-bit decimal).'),
