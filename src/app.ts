@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { MetricsSource } from './cluster-metrics.js';
 import type { Guards } from './auth/guards.js';
 import { AppError } from './errors.js';
-import { isDatabaseUnreachable, isInvalidData } from './infra/db/errors.js';
+import { isDatabaseUnreachable, isInvalidData, isLockConflict } from './infra/db/errors.js';
 import type { Readiness } from './readiness.js';
 import { type App, SCHEMA_FORMATS, schemaErrorMessage } from './http.js';
 import { registerOpenApiDocs } from './openapi-docs.js';
@@ -56,11 +56,12 @@ export interface AppDeps {
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
 
-/** Redis or the database unreachable: a 503 the client may retry, not a 500. */
+/** Redis or the database unreachable, or a transaction rolled back by a lock conflict: a 503 the client may retry, not a 500. */
 function isInfrastructureError(err: Error & { code?: string }): boolean {
   return (
     (err.code !== undefined && SOCKET_ERROR_CODES.has(err.code)) ||
     isDatabaseUnreachable(err) ||
+    isLockConflict(err) ||
     err.name === 'MaxRetriesPerRequestError' ||
     /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Command timed out|All sentinels are unreachable|READONLY|NOREPLICAS|MASTERDOWN|LOADING|CLUSTERDOWN|TRYAGAIN|Too many Cluster redirections|refresh slots cache|None of startup nodes/.test(err.message)
   );

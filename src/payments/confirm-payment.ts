@@ -1,9 +1,9 @@
 // Use case: the shop confirms a payment of an order. One transaction decides it: the order row is
-// locked, then the payment is looked up by (provider, paymentId) — a payment seen before answers as
-// it did then and changes nothing — then the same conditional update that settles `pay` against
-// the expiry moves the order to `paid`, or the payment is kept `refund_due` with its reason. The
-// expiry claims due orders FOR UPDATE SKIP LOCKED, so a payment racing the deadline is applied or
-// refund_due, never both and never neither.
+// locked (with its deadline compared in database time), then the payment is looked up by
+// (provider, paymentId) — a payment seen before answers as it did then and changes nothing — then
+// the order moves to `paid`, or the payment is kept `refund_due` with its reason. The expiry claims
+// due orders FOR UPDATE SKIP LOCKED, so a payment racing the deadline is applied or refund_due,
+// never both and never neither.
 import type { Transaction } from 'kysely';
 import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
@@ -55,16 +55,9 @@ export function confirmPaymentUseCase(deps: PaymentDeps): ConfirmPayment {
   const { now } = dialectOf(db);
 
   async function apply(trx: Trx, row: NonNullable<LockedRow>, input: PaymentInput): Promise<boolean> {
-    const paid = await trx
-      .updateTable('orders')
-      .set({ status: 'paid', paid_at: now })
-      .where('id', '=', row.id)
-      .where('status', '=', 'pending_payment')
-      .where('expires_at', '>', now)
-      .where('amount', '=', String(input.amount))
-      .where('currency', '=', input.currency)
-      .executeTakeFirst();
-    if (paid.numUpdatedRows !== 1n) return false;
+    const payable = row.status === 'pending_payment' && Number(row.unexpired) === 1 && BigInt(row.amount) === BigInt(input.amount) && row.currency === input.currency;
+    if (!payable) return false;
+    await trx.updateTable('orders').set({ status: 'paid', paid_at: now }).where('id', '=', row.id).execute();
     await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
     await outbox?.write(trx, [eventOf(row, 'paid', 'paid')]);
     return true;

@@ -1,6 +1,7 @@
 // The shop's word on money (docs/payments.md): a payment confirmed by its backend or a provider's
 // webhook, and what became of it. Routes and webhooks map these outcomes to their answers.
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import { dialectOf } from '../infra/db/dialect.js';
 import type { Principal } from '../auth/tokens.js';
 import type { Database, RefundReason } from '../infra/db/types.js';
 import type { OrderView } from '../orders/order.js';
@@ -44,11 +45,18 @@ export const SYSTEM: Principal = { userId: 0n, admin: true };
  */
 export class OrderMissing extends Error {}
 
-/** Locks the order row a payment or a refund decides on (the row the expiry locks too). */
+/**
+ * Locks the order row a payment or a refund decides on (the row the expiry locks too), with
+ * whether its deadline is still ahead in database time. The writes that follow name the row by its
+ * id alone: with the state conditions in the UPDATE, MariaDB may walk the (status, expires_at)
+ * index instead of the primary key and lock other orders' rows, and two payments of different
+ * orders then deadlocked (seen under the payment storm).
+ */
 export const lockOrder = (trx: Transaction<Database>, orderId: bigint) =>
   trx
     .selectFrom('orders')
     .select(['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency'])
+    .select(sql<number | boolean>`case when expires_at > ${dialectOf(trx).now} then 1 else 0 end`.as('unexpired'))
     .where('id', '=', orderId.toString())
     .forUpdate()
     .executeTakeFirst();

@@ -51,7 +51,7 @@ export function refundOrderUseCase({ db, findOrder, releaseRelay: relay, pubsub,
           .where('vouchers.end_at', '>', now)
           .where('queue_draws.closed_at', 'is', null)
           .executeTakeFirst()) !== undefined;
-      await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).where('status', '=', 'paid').execute();
+      await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).execute();
       if (open) await giveBack(trx, [row]); // locks the voucher row first
       await addOrderCounts(trx, moved([row], 'paid', 'refunded'), { voucherLocked: open });
       await outbox?.write(trx, [{ type: 'refunded', status: 'refunded', orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity }]);

@@ -76,6 +76,9 @@ function kindOf(err: unknown): Kind | null {
 /** The database cannot be reached or used now (a 503 for a request; a retry for the pipeline). */
 export const isDatabaseUnreachable = (err: unknown): boolean => kindOf(err) === 'unreachable';
 
+/** The transaction lost a deadlock or a lock wait and was rolled back: nothing changed, the same request may be sent again (a 503 for a request). */
+export const isLockConflict = (err: unknown): boolean => kindOf(err) === 'conflict';
+
 /** The same statement (or unique key) was stored by someone else first. */
 export const isUniqueViolation = (err: unknown): boolean => kindOf(err) === 'unique';
 

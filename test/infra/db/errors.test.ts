@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { createDb } from '../../../src/infra/db/database.js';
 import { dialectOf } from '../../../src/infra/db/dialect.js';
-import { isDatabaseUnreachable, isInvalidData, isTransientDbError, isUniqueViolation } from '../../../src/infra/db/errors.js';
+import { isDatabaseUnreachable, isInvalidData, isLockConflict, isTransientDbError, isUniqueViolation } from '../../../src/infra/db/errors.js';
 import { createVoucher, DATABASE_SERVER, databaseServerVia, startTestApp, suiteScope } from '../../support/helpers.js';
 
 const t = await startTestApp(suiteScope(), 'db_errors');
@@ -61,6 +61,8 @@ describe('database errors, classified the same on either database', () => {
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     assert.equal(failed.length, 1, 'one transaction is chosen as the victim, the other commits');
     assert.ok(isTransientDbError(failed[0]!.reason), String(failed[0]!.reason));
+    // A request that loses it is answered 503 (retry), not 500.
+    assert.ok(isLockConflict(failed[0]!.reason));
   });
 
   it('when the host name does not resolve, then it is unreachable', async () => {
