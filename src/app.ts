@@ -24,7 +24,7 @@ import { type OrderRouteDeps, registerOrderRoutes } from './orders/routes.js';
 import { type VoucherRouteDeps, registerVoucherRoutes } from './vouchers/routes.js';
 import { registerWaitlistRoutes, type WaitlistRouteDeps } from './waitlist/routes.js';
 import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
-import { registerWebRoutes } from './web/routes.js';
+import { registerWebRoutes, type WebRouteDeps } from './web/routes.js';
 import { type PaymentRouteDeps, registerPaymentRoutes } from './payments/routes.js';
 import { registerStripeWebhook, type StripeWebhookDeps } from './payments/stripe-webhook.js';
 
@@ -52,6 +52,7 @@ export interface AppDeps {
   consistency: Omit<ConsistencyRouteDeps, 'guards' | 'metrics'>;
   payments: Omit<PaymentRouteDeps, 'guards'>;
   stripeWebhook: StripeWebhookDeps;
+  pages: WebRouteDeps;
 }
 
 const SOCKET_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE']);
@@ -145,7 +146,7 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
   registerQueueRoutes(app, { guards, ...deps.queue });
   registerConsistencyRoutes(app, { guards, metrics: deps.metrics, ...deps.consistency });
   registerStripeWebhook(app, deps.stripeWebhook);
-  registerWebRoutes(app);
+  registerWebRoutes(app, deps.pages);
 }
 
 export async function buildApp(deps: AppDeps): Promise<App> {

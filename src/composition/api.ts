@@ -109,6 +109,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     payments: { confirmPayment, refundOrder, listPayments: listPaymentsUseCase(db) },
+    pages: { paymentMode: config.paymentMode },
     stripeWebhook: {
       secret: config.stripeWebhookSecret,
       settle: settleStripeEventUseCase({ deliveries: stripeDeliveries(db), confirmPayment, refundOrder, findOrder }),

@@ -29,7 +29,15 @@ function readAssets(dir: string, prefix = ''): Map<string, Buffer> {
   return files;
 }
 
-export function registerWebRoutes(app: App, assetsDir = ASSETS_DIR): void {
+export interface WebRouteDeps {
+  /** PAYMENT_MODE: the store page offers its Pay button only when the buyer confirms the payment (simulated). */
+  paymentMode: 'simulated' | 'external';
+}
+
+/** The store page's own meta tag names who takes the payment; the rest of the file is served as committed. */
+const PAYMENT_MODE_META = '<meta name="payment-mode" content="simulated">';
+
+export function registerWebRoutes(app: App, { paymentMode }: WebRouteDeps, assetsDir = ASSETS_DIR): void {
   const assets = readAssets(assetsDir);
   const page = (name: string) => {
     const body = assets.get(name);
@@ -37,7 +45,7 @@ export function registerWebRoutes(app: App, assetsDir = ASSETS_DIR): void {
     return body;
   };
   const consoleHtml = page('console.html');
-  const storeHtml = page('store.html');
+  const storeHtml = Buffer.from(page('store.html').toString('utf8').replace(PAYMENT_MODE_META, `<meta name="payment-mode" content="${paymentMode}">`));
   const html = (body: Buffer) => (_request: unknown, reply: import('fastify').FastifyReply) => {
     void reply.type(TYPES['.html']!).header('content-security-policy', CSP).header('cache-control', 'no-cache').send(body);
   };

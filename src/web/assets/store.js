@@ -14,7 +14,9 @@ import { openEvents } from './lib/sse.js';
 import { countdown, phaseOf } from './lib/time.js';
 
 const HINT = 'Paste a valid user token (`seckill token --user <id>`).';
-const FINAL = new Set(['paid', 'cancelled', 'expired', 'failed']);
+const FINAL = new Set(['paid', 'cancelled', 'expired', 'failed', 'refunded']);
+/** PAYMENT_MODE=external (the server names it in the page): the shop's checkout takes payments, not this page. */
+const SHOP_PAYS = document.querySelector('meta[name="payment-mode"]')?.getAttribute('content') === 'external';
 const voucherId = location.pathname.split('/').pop() ?? '';
 const session = tokenStore('seckill.store.token');
 const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
@@ -92,7 +94,11 @@ function showOrder(/** @type {any} */ o) {
   order = o;
   byId('order-id').textContent = o.id ?? o.orderId;
   byId('order-status').textContent = o.status;
-  byId('pay').hidden = o.status !== 'pending_payment';
+  const payable = o.status === 'pending_payment';
+  // The buyer confirms only a simulated payment; otherwise the shop's checkout takes it.
+  byId('pay').hidden = !payable || SHOP_PAYS;
+  byId('checkout-note').hidden = !payable || !SHOP_PAYS;
+  if (payable && o.expiresAt) byId('pay-before').textContent = new Date(o.expiresAt).toLocaleTimeString();
   // Admitted, not stored yet: another click could only answer the same order.
   /** @type {HTMLButtonElement} */ (byId('buy')).disabled = o.status === 'processing';
   if (FINAL.has(o.status)) purchaseKey = null;
@@ -105,6 +111,7 @@ function showLost() {
   byId('order-id').textContent = 'none';
   byId('order-status').textContent = 'not kept';
   byId('pay').hidden = true;
+  byId('checkout-note').hidden = true;
   /** @type {HTMLButtonElement} */ (byId('buy')).disabled = false;
   byId('buy-message').textContent = 'Your claim was not kept: the service lost it before storing it, and nothing was charged. Press Buy to claim again.';
 }
