@@ -383,6 +383,8 @@ export interface paths {
                                 queue: {
                                     opensAt: string;
                                 } | null;
+                                price: number;
+                                currency: string;
                             }[];
                         };
                     };
@@ -504,6 +506,10 @@ export interface paths {
                              */
                             opensAt: string;
                         };
+                        /** @description minor units of currency (cents), default 0 */
+                        price?: number;
+                        /** @description ISO 4217, three capital letters; default DEFAULT_CURRENCY */
+                        currency?: string;
                     };
                 };
             };
@@ -530,6 +536,8 @@ export interface paths {
                             queue: {
                                 opensAt: string;
                             } | null;
+                            price: number;
+                            currency: string;
                         };
                     };
                 };
@@ -685,6 +693,8 @@ export interface paths {
                             queue: {
                                 opensAt: string;
                             } | null;
+                            price: number;
+                            currency: string;
                         };
                     };
                 };
@@ -1139,6 +1149,17 @@ export interface paths {
                                 createdAt: string;
                                 expiresAt?: string;
                                 failureReason?: string;
+                                /** @description price × quantity, in minor units of currency */
+                                amount: number;
+                                currency: string;
+                                payment?: {
+                                    paymentId: string;
+                                    provider: string;
+                                    amount: number;
+                                    currency: string;
+                                    at: string;
+                                };
+                                refundedAt?: string;
                             }[];
                         };
                     };
@@ -1222,7 +1243,7 @@ export interface paths {
         };
         /**
          * Server-sent events of your orders
-         * @description `text/event-stream`. After the headers: a `: connected` comment (you are subscribed), then per event `event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed or promoted and data {type, orderId, voucherId, userId, quantity, status, at}; a `: ping` comment every 15 s. Delivery is at most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure. When your token expires, an `event: token-expired` ({code, message}) and the end of the stream. Past SSE_MAX_PER_USER open streams of yours, or SSE_MAX_STREAMS of this server: 429 TOO_MANY_STREAMS with Retry-After.
+         * @description `text/event-stream`. After the headers: a `: connected` comment (you are subscribed), then per event `event: <type>` and `data: <json>` with type stored, paid, expired, cancelled, failed, promoted, refunded or refund_due and data {type, orderId, voucherId, userId, quantity, status, at}; a `: ping` comment every 15 s. Delivery is at most once (events published while you are not connected are not replayed): poll GET /api/orders to be sure. When your token expires, an `event: token-expired` ({code, message}) and the end of the stream. Past SSE_MAX_PER_USER open streams of yours, or SSE_MAX_STREAMS of this server: 429 TOO_MANY_STREAMS with Retry-After.
          */
         get: {
             parameters: {
@@ -1347,6 +1368,17 @@ export interface paths {
                             createdAt: string;
                             expiresAt?: string;
                             failureReason?: string;
+                            /** @description price × quantity, in minor units of currency */
+                            amount: number;
+                            currency: string;
+                            payment?: {
+                                paymentId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                at: string;
+                            };
+                            refundedAt?: string;
                         };
                     };
                 };
@@ -1471,6 +1503,17 @@ export interface paths {
                             createdAt: string;
                             expiresAt?: string;
                             failureReason?: string;
+                            /** @description price × quantity, in minor units of currency */
+                            amount: number;
+                            currency: string;
+                            payment?: {
+                                paymentId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                at: string;
+                            };
+                            refundedAt?: string;
                         };
                     };
                 };
@@ -1502,7 +1545,21 @@ export interface paths {
                         };
                     };
                 };
-                /** @description ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only) */
+                /** @description FORBIDDEN: pay with PAYMENT_MODE=external (payments come from the shop) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only; the service cancels any) */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1516,7 +1573,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED: the order is already in that state */
+                /** @description ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED · ORDER_REFUNDED: the order is already in that state */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -1635,6 +1692,17 @@ export interface paths {
                             createdAt: string;
                             expiresAt?: string;
                             failureReason?: string;
+                            /** @description price × quantity, in minor units of currency */
+                            amount: number;
+                            currency: string;
+                            payment?: {
+                                paymentId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                at: string;
+                            };
+                            refundedAt?: string;
                         };
                     };
                 };
@@ -1666,7 +1734,21 @@ export interface paths {
                         };
                     };
                 };
-                /** @description ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only) */
+                /** @description FORBIDDEN: pay with PAYMENT_MODE=external (payments come from the shop) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_NOT_FOUND: no order of yours has this id (an admin acts on its own orders only; the service cancels any) */
                 404: {
                     headers: {
                         [name: string]: unknown;
@@ -1680,7 +1762,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED: the order is already in that state */
+                /** @description ORDER_PROCESSING: not stored yet, retry shortly; ORDER_PAID · ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED · ORDER_REFUNDED: the order is already in that state */
                 409: {
                     headers: {
                         [name: string]: unknown;
@@ -1756,6 +1838,535 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orders/{id}/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm a payment of an order (the shop's backend); idempotent on (provider, paymentId) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description positive 64-bit integer (1 to 9223372036854775807) as a decimal string */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: text
+                         * @description the provider's id of the payment; with provider, what makes a payment the same one again
+                         */
+                        paymentId: string;
+                        /** @description minor units paid */
+                        amount: number;
+                        /** @description ISO 4217, compared case-insensitively */
+                        currency: string;
+                        /**
+                         * Format: text
+                         * @default shop
+                         */
+                        provider?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            voucherId: string;
+                            userId: string;
+                            quantity: number;
+                            status: string;
+                            createdAt: string;
+                            expiresAt?: string;
+                            failureReason?: string;
+                            /** @description price × quantity, in minor units of currency */
+                            amount: number;
+                            currency: string;
+                            payment?: {
+                                paymentId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                at: string;
+                            };
+                            refundedAt?: string;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: a path id, query parameter, header or body that is not valid, or a body that is not JSON (the message names what) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED: no valid bearer token (missing, malformed, forged or expired) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description FORBIDDEN: the bearer token has neither the service nor the admin role */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_NOT_FOUND: no order has this id */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_PROCESSING: not stored yet, retry (nothing kept); ORDER_EXPIRED · ORDER_CANCELLED · ORDER_FAILED (late) · ORDER_PAID · ORDER_REFUNDED (duplicate) · PAYMENT_MISMATCH: not applied, the payment kept as refund_due with `reason` */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE: the body exceeds 16 KiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: the body has a content type the API does not read (it reads application/json, and text/plain as text) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description RATE_LIMITED: this address sent more than IP_RATE_LIMIT requests within IP_RATE_WINDOW_MS; see Retry-After */
+                429: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE: Redis or the database unreachable or too slow, the server overloaded or shutting down; see Retry-After */
+                503: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/orders/{id}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund a paid order; its units back on sale unless restock is false (idempotent) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description positive 64-bit integer (1 to 9223372036854775807) as a decimal string */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description units back on sale while it is open (default true) */
+                        restock?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            voucherId: string;
+                            userId: string;
+                            quantity: number;
+                            status: string;
+                            createdAt: string;
+                            expiresAt?: string;
+                            failureReason?: string;
+                            /** @description price × quantity, in minor units of currency */
+                            amount: number;
+                            currency: string;
+                            payment?: {
+                                paymentId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                at: string;
+                            };
+                            refundedAt?: string;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: a path id, query parameter, header or body that is not valid, or a body that is not JSON (the message names what) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED: no valid bearer token (missing, malformed, forged or expired) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description FORBIDDEN: the bearer token has neither the service nor the admin role */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_NOT_FOUND: no order has this id */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_NOT_PAID: pending_payment or processing; ORDER_CANCELLED · ORDER_EXPIRED · ORDER_FAILED: never paid */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE: the body exceeds 16 KiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: the body has a content type the API does not read (it reads application/json, and text/plain as text) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description RATE_LIMITED: this address sent more than IP_RATE_LIMIT requests within IP_RATE_WINDOW_MS; see Retry-After */
+                429: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE: Redis or the database unreachable or too slow, the server overloaded or shutting down; see Retry-After */
+                503: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Payments, newest first; ?status=refund_due lists the money to give back */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "refund_due" | "applied";
+                    /** @description most payments returned, 1..500 (default 100) */
+                    limit?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            payments: {
+                                paymentId: string;
+                                orderId: string;
+                                provider: string;
+                                amount: number;
+                                currency: string;
+                                status: string;
+                                reason: string | null;
+                                at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: a path id, query parameter, header or body that is not valid, or a body that is not JSON (the message names what) */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAUTHORIZED: no valid bearer token (missing, malformed, forged or expired) */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description FORBIDDEN: the bearer token has no admin role */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description RATE_LIMITED: this address sent more than IP_RATE_LIMIT requests within IP_RATE_WINDOW_MS; see Retry-After */
+                429: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE: Redis or the database unreachable or too slow, the server overloaded or shutting down; see Retry-After */
+                503: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2717,9 +3328,12 @@ export interface paths {
                                 cancelled: number;
                                 expired: number;
                                 failed: number;
+                                refunded: number;
                             };
                             waitlist: number;
                             deadLetters: number;
+                            /** @description payments of the voucher's orders kept refund_due (GET /api/payments?status=refund_due) */
+                            refundDue: number;
                         };
                     };
                 };
@@ -3239,6 +3853,134 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/payments/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stripe's webhook: payment_intent.succeeded, checkout.session.completed (paid) and charge.refunded, verified by the Stripe-Signature header */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the event was verified; applied or not, Stripe need not deliver it again */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            eventId: string;
+                            /** @description what the event did: applied, refund_due, refunded, held, replayed, or why it changed nothing */
+                            outcome: string;
+                        };
+                    };
+                };
+                /** @description INVALID_SIGNATURE: the Stripe-Signature header is missing, does not sign the body with STRIPE_WEBHOOK_SECRET (or none is set), or is older than 300 s; INVALID_REQUEST: a signed body that is not a Stripe event */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description ORDER_PROCESSING: the order is not stored yet; Stripe delivers the event again */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description PAYLOAD_TOO_LARGE: the body exceeds 256 KiB */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description INVALID_REQUEST: the body has a content type the API does not read (it reads application/json, and text/plain as text) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description RATE_LIMITED: this address sent more than IP_RATE_LIMIT requests within IP_RATE_WINDOW_MS; see Retry-After */
+                429: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE: Redis or the database unreachable or too slow, the server overloaded or shutting down; see Retry-After */
+                503: {
+                    headers: {
+                        /** @description seconds to wait before retrying */
+                        "retry-after"?: number;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
