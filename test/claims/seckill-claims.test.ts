@@ -153,6 +153,8 @@ describe('seckill admission', () => {
       userId: '71',
       quantity: 1,
       status: 'processing',
+      amount: 0,
+      currency: 'USD',
       createdAt: undefined,
     });
     const other = await t.app.inject({ method: 'GET', url: `/api/orders/${orderId}`, headers: { authorization: `Bearer ${await t.token(72)}` } });

@@ -68,7 +68,7 @@ describe('seckill bench against a running deployment', async () => {
     // … and the audit the bench reported says the same.
     assert.equal(payments.audit.dbStock, voucher.stock);
     assert.equal(payments.audit.redisStock, voucher.stock);
-    assert.deepEqual(payments.audit.orders, { pending_payment: 0, paid: 0, cancelled: 0, expired: 0, failed: 0, ...byStatus });
+    assert.deepEqual(payments.audit.orders, { pending_payment: 0, paid: 0, cancelled: 0, expired: 0, failed: 0, refunded: 0, ...byStatus });
 
     const page = await readFile(html, 'utf8');
     assert.match(page, /<svg[^>]*>.*Latency by percentile/s);

@@ -11,7 +11,7 @@ describe('seckill command', () => {
     const { code, stdout, stderr } = await runSeckill(['token', '--user', '42', '--admin', '--ttl', '60'], { env: { JWT_SECRET: 'cli-secret' } });
     assert.equal(code, 0, stderr);
     const principal = createTokenService('cli-secret').verify(`Bearer ${stdout.trim()}`);
-    assert.deepEqual({ ...principal, expiresAt: undefined }, { userId: 42n, admin: true, expiresAt: undefined });
+    assert.deepEqual({ ...principal, expiresAt: undefined }, { userId: 42n, admin: true, service: false, expiresAt: undefined });
     assert.ok(Math.abs(principal.expiresAt! - (Date.now() + 60_000)) < 5_000, 'expires in a minute');
     assert.throws(() => createTokenService('other-secret').verify(`Bearer ${stdout.trim()}`), /invalid token/);
   });

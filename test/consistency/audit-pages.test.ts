@@ -97,7 +97,7 @@ const failing = (a: VoucherAudit) => Object.fromEntries(a.checks.filter((c) => !
 /** What the orders table says, in one statement (fine at this size). */
 async function truth(voucherId: string) {
   const rows = await t.c.db.selectFrom('orders').select(['status', 'quantity']).where('voucher_id', '=', voucherId).execute();
-  const orders: Record<string, number> = { pending_payment: 0, paid: 0, cancelled: 0, expired: 0, failed: 0 };
+  const orders: Record<string, number> = { pending_payment: 0, paid: 0, cancelled: 0, expired: 0, failed: 0, refunded: 0 };
   for (const r of rows) orders[r.status]! += 1;
   const sold = rows.filter((r) => r.status === 'pending_payment' || r.status === 'paid').reduce((n, r) => n + r.quantity, 0);
   return { orders, sold };
