@@ -20,6 +20,7 @@ import { createTokenService } from '../../src/auth/tokens.js';
 import { machineInfo } from '../../src/loadgen/machine.js';
 import { readFlags } from '../support/flags.js';
 import { median } from '../support/stats.js';
+import { nextMessage } from '../support/child-messages.js';
 
 const { rounds, buyers, repeats, connections, json } = readFlags({ rounds: 6, buyers: 2_000, repeats: 10, connections: 50, json: null });
 const ALGS = ['HS256', 'RS256', 'ES256'] as const;
@@ -53,19 +54,12 @@ const server = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], 
     BENCH_JWKS_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}/jwks.json`,
   },
 });
-const ask = <T extends Record<string, unknown>>(type: string, send = true) =>
-  new Promise<T>((resolve, reject) => {
-    const onMessage = (m: { type: string }) => {
-      if (m.type !== type) return;
-      server.off('exit', onExit);
-      server.off('message', onMessage);
-      resolve(m as never);
-    };
-    const onExit = (code: number | null) => reject(new Error(`server exited (${code}) before ${type}`));
-    server.on('message', onMessage);
-    server.once('exit', onExit);
-    if (send) server.send({ type });
-  });
+/** Asks the server (`send`) or waits for what it says by itself, e.g. 'ready'. */
+const ask = <T extends Record<string, unknown>>(type: string, send = true) => {
+  const answer = nextMessage<T>(server, type);
+  if (send) server.send({ type });
+  return answer;
+};
 
 interface Round {
   round: number;

@@ -12,6 +12,7 @@ import { Pool } from 'undici';
 import { EPOCH_MS } from '../../src/ids/snowflake.js';
 import { machineInfo, processCpuUs } from '../../src/loadgen/machine.js';
 import { readFlags } from '../support/flags.js';
+import { nextMessage } from '../support/child-messages.js';
 
 const { ids, connections } = readFlags({ ids: 20_000, connections: 50 });
 
@@ -21,18 +22,7 @@ const server = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], 
   execArgv: ['--import', 'tsx'],
   env: { ...process.env, BENCH_DATABASE_URL: `${databaseServer}/${name}`, BENCH_REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379', BENCH_PREFIX: name },
 });
-const next = (type: string) =>
-  new Promise<Record<string, number>>((resolve, reject) => {
-    const onMessage = (m: { type: string }) => {
-      if (m.type !== type) return;
-      server.off('exit', onExit);
-      server.off('message', onMessage);
-      resolve(m as never);
-    };
-    const onExit = (code: number | null) => reject(new Error(`server exited (${code}) before ${type}`));
-    server.on('message', onMessage);
-    server.once('exit', onExit);
-  });
+const next = (type: string) => nextMessage<Record<string, number>>(server, type);
 const queries = async () => {
   const answer = next('queries');
   server.send({ type: 'queries' });
