@@ -59,20 +59,21 @@ export const ErrorCode = {
 export type ErrorCodeName = keyof typeof ErrorCode;
 
 export class AppError extends Error {
+  readonly code: ErrorCodeName;
+  /** Extra fields merged into the error body (e.g. `waitlisted`). */
+  readonly extra: Record<string, unknown>;
+  /** Seconds for the Retry-After header (every 503 gets one; 429s say how long). */
+  readonly retryAfterSeconds?: number;
   readonly status: number;
-  constructor(
-    readonly code: ErrorCodeName,
-    message: string,
-    /** Extra fields merged into the error body (e.g. `waitlisted`). */
-    readonly extra: Record<string, unknown> = {},
-    /** Seconds for the Retry-After header (every 503 gets one; 429s say how long). */
-    readonly retryAfterSeconds?: number,
-  ) {
+  constructor(code: ErrorCodeName, message: string, extra: Record<string, unknown> = {}, retryAfterSeconds?: number) {
     // Expected outcomes (sold out, limit reached) happen thousands of times a second: a stack
     // trace would cost more than the answer and is never shown.
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(message);
+    this.code = code;
+    this.extra = extra;
+    this.retryAfterSeconds = retryAfterSeconds;
     Error.stackTraceLimit = limit;
     this.status = ErrorCode[code];
   }

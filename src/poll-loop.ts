@@ -18,6 +18,7 @@ export interface PollLoopOptions {
 }
 
 export class PollLoop {
+  private readonly options: PollLoopOptions;
   private closing = false;
   /** Woken since the current round began: the wait after it is skipped. */
   private woken = false;
@@ -25,7 +26,8 @@ export class PollLoop {
   private interrupt: (() => void) | null = null;
   private readonly running: Promise<void>;
 
-  private constructor(private readonly options: PollLoopOptions) {
+  private constructor(options: PollLoopOptions) {
+    this.options = options;
     this.running = this.loop();
   }
 

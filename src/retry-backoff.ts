@@ -2,12 +2,13 @@
 // outage is not hammered, and capped, so a recovery is noticed within the cap.
 
 export class Backoff {
+  private readonly firstMs: number;
+  private readonly maxMs: number;
   private wait: number;
 
-  constructor(
-    private readonly firstMs: number,
-    private readonly maxMs: number,
-  ) {
+  constructor(firstMs: number, maxMs: number) {
+    this.firstMs = firstMs;
+    this.maxMs = maxMs;
     this.wait = firstMs;
   }
 

@@ -55,15 +55,19 @@ type FeedOf<A> = (arg: A, request: FastifyRequest) => SseFeed;
 
 /** The streams of one feed; `name` says whose stream it is in the logs (e.g. "order events"). */
 class FeedStreams<A> implements SseStreams<A> {
+  private readonly name: string;
+  private readonly feedOf: FeedOf<A>;
+  private readonly slots: StreamSlots;
+  private readonly pingIntervalMs: number;
   private readonly streams = new Set<SseStream>();
   private closing = false;
 
-  constructor(
-    private readonly name: string,
-    private readonly feedOf: FeedOf<A>,
-    private readonly slots: StreamSlots,
-    private readonly pingIntervalMs: number,
-  ) {}
+  constructor(name: string, feedOf: FeedOf<A>, slots: StreamSlots, pingIntervalMs: number) {
+    this.name = name;
+    this.feedOf = feedOf;
+    this.slots = slots;
+    this.pingIntervalMs = pingIntervalMs;
+  }
 
   get size(): number {
     return this.streams.size;

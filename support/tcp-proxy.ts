@@ -7,6 +7,8 @@ function forward([client, upstream]: [net.Socket, net.Socket]): void {
 }
 
 export class TcpProxy {
+  private readonly targetHost: string;
+  private readonly targetPort: number;
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
   /** Each connection's two sockets, for stall() and resume(). */
@@ -14,10 +16,10 @@ export class TcpProxy {
   private silent = false;
   port = 0;
 
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
+  constructor(targetHost: string, targetPort: number) {
+    this.targetHost = targetHost;
+    this.targetPort = targetPort;
+  }
 
   async start(port = 0): Promise<number> {
     const server = net.createServer((client) => {

@@ -30,10 +30,13 @@ function removeOnExit(): void {
 }
 
 export class TestHosts {
-  private constructor(
-    readonly net: number,
-    readonly addresses: Record<string, string>,
-  ) {}
+  readonly net: number;
+  readonly addresses: Record<string, string>;
+
+  private constructor(net: number, addresses: Record<string, string>) {
+    this.net = net;
+    this.addresses = addresses;
+  }
 
   static async up(hostNames: string[], net = 1 + Math.floor(Math.random() * 254)): Promise<TestHosts> {
     removeOnExit();

@@ -97,6 +97,8 @@ async function mysqlLoader(url: string): Promise<Loader> {
 
 /** COPY … FROM STDIN as a pg "submittable": pg hands it the connection once the server asks for data. */
 class CopyIn {
+  private readonly text: string;
+  private readonly chunks: Iterable<string>;
   private done!: (rows: number) => void;
   private failed!: (err: Error) => void;
   private rows = 0;
@@ -106,7 +108,10 @@ class CopyIn {
     this.failed = reject;
   });
 
-  constructor(private readonly text: string, private readonly chunks: Iterable<string>) {}
+  constructor(text: string, chunks: Iterable<string>) {
+    this.text = text;
+    this.chunks = chunks;
+  }
 
   submit(connection: pg.Connection & { query(text: string): void }): void {
     connection.query(this.text);

@@ -16,9 +16,11 @@ interface Entry {
 }
 
 export class VerifiedTokens {
+  private readonly capacity: number;
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly capacity = VERIFIED_TOKENS_CAPACITY) {
+  constructor(capacity = VERIFIED_TOKENS_CAPACITY) {
+    this.capacity = capacity;
     if (!(capacity >= 1)) throw new Error('the capacity must be at least 1');
   }
 

@@ -80,9 +80,11 @@ export function createSoldOutCache(deps: SoldOutCacheDeps): SoldOutCache {
 }
 
 class SoldOutFlags implements SoldOutCache {
+  private readonly deps: SoldOutCacheDeps;
   private readonly flags = new Map<bigint, Flag>();
 
-  constructor(private readonly deps: SoldOutCacheDeps) {
+  constructor(deps: SoldOutCacheDeps) {
+    this.deps = deps;
     deps.unitsBack.onBack((voucherId) => this.unitsBack(voucherId));
   }
 

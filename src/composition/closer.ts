@@ -4,10 +4,13 @@
 import type { Logger } from 'pino';
 
 export class Closer {
+  private readonly log: Logger;
   private readonly steps: { name: string; run: () => unknown }[] = [];
   private closing: Promise<void> | null = null;
 
-  constructor(private readonly log: Logger) {}
+  constructor(log: Logger) {
+    this.log = log;
+  }
 
   /** Registers a cleanup step; `name` says what failed if it throws. Added while closing: runs at once. */
   add(name: string, run: () => unknown): void {

@@ -27,14 +27,19 @@ export interface ReconcileScheduleDeps {
 }
 
 export class ReconcileSchedule {
-  private constructor(
-    private readonly queue: Queue,
-    private readonly worker: Worker,
-    /** BullMQ's and the lock's connections, closed last. */
-    private readonly connections: RedisClient[],
-    /** Registers the job scheduler (idempotent): again after Redis lost it with its data. */
-    readonly reschedule: () => Promise<void>,
-  ) {}
+  private readonly queue: Queue;
+  private readonly worker: Worker;
+  /** BullMQ's and the lock's connections, closed last. */
+  private readonly connections: RedisClient[];
+  /** Registers the job scheduler (idempotent): again after Redis lost it with its data. */
+  readonly reschedule: () => Promise<void>;
+
+  private constructor(queue: Queue, worker: Worker, connections: RedisClient[], reschedule: () => Promise<void>) {
+    this.queue = queue;
+    this.worker = worker;
+    this.connections = connections;
+    this.reschedule = reschedule;
+  }
 
   static async start({ redis, prefix, intervalMs, reconciler, log }: ReconcileScheduleDeps): Promise<ReconcileSchedule> {
     const bullPrefix = `${prefix}:{jobs}`;

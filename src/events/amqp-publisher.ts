@@ -59,12 +59,15 @@ export function createAmqpPublisher(deps: AmqpPublisherDeps): EventPublisher {
 }
 
 class AmqpPublisher implements EventPublisher {
+  private readonly deps: Required<AmqpPublisherDeps>;
   private link: Link | null = null;
   private opening: Promise<Link> | null = null;
   private closed = false;
   private connectedOnce = false;
 
-  constructor(private readonly deps: Required<AmqpPublisherDeps>) {}
+  constructor(deps: Required<AmqpPublisherDeps>) {
+    this.deps = deps;
+  }
 
   async connect(): Promise<void> {
     if (this.closed) throw new Error('order event publisher is closed');

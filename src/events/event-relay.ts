@@ -45,9 +45,11 @@ export function sendableInOrder<R extends { order_id: string; event_id: string }
 }
 
 export class EventRelay {
+  private readonly deps: EventRelayDeps;
   private readonly loop: PollLoop;
 
-  private constructor(private readonly deps: EventRelayDeps) {
+  private constructor(deps: EventRelayDeps) {
+    this.deps = deps;
     this.loop = PollLoop.start({
       name: 'order-event relay',
       log: deps.log,

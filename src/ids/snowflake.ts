@@ -22,16 +22,15 @@ export interface SnowflakeOptions {
 }
 
 export class Snowflake {
+  readonly workerId: number;
   private lastMs: number;
   private sequence = 0;
   private readonly now: () => number;
   private readonly onClockBackwards?: (driftMs: number) => void;
   private behind = false;
 
-  constructor(
-    readonly workerId: number,
-    options: SnowflakeOptions = {},
-  ) {
+  constructor(workerId: number, options: SnowflakeOptions = {}) {
+    this.workerId = workerId;
     if (!Number.isInteger(workerId) || workerId < 0 || workerId > MAX_WORKER_ID) {
       throw new RangeError(`worker id must be 0..${MAX_WORKER_ID}, got ${workerId}`);
     }

@@ -24,13 +24,16 @@ export interface LeasedIdGeneratorDeps {
 }
 
 export class LeasedIdGenerator implements IdGenerator {
+  private readonly deps: LeasedIdGeneratorDeps;
   private readonly owner = randomUUID();
   private generator: Snowflake | null = null;
   private validUntil = 0;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  private constructor(private readonly deps: LeasedIdGeneratorDeps) {}
+  private constructor(deps: LeasedIdGeneratorDeps) {
+    this.deps = deps;
+  }
 
   static async start(deps: LeasedIdGeneratorDeps): Promise<LeasedIdGenerator> {
     const leased = new LeasedIdGenerator(deps);

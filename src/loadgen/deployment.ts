@@ -54,10 +54,14 @@ class DeploymentError extends Error {}
 const SALE_HOURS = 24;
 
 export class Deployment {
+  readonly baseUrl: string;
+  private readonly admin: string;
   private readonly client: JsonClient;
 
   /** `admin`: Authorization header value of an admin. */
-  constructor(readonly baseUrl: string, private readonly admin: string) {
+  constructor(baseUrl: string, admin: string) {
+    this.baseUrl = baseUrl;
+    this.admin = admin;
     this.client = new JsonClient(baseUrl, 64);
   }
 

@@ -47,15 +47,18 @@ const POST_BODY = '{}';
 
 /** One request in flight: collects the answer and hands it to the recorder. */
 class BuyerCall implements Dispatcher.DispatchHandlers {
+  private readonly request: PlannedRequest;
+  private readonly recorder: SaleRecorder;
+  private readonly next: (failed: boolean) => void;
   private status = 0;
   private readonly chunks: Buffer[] = [];
   private readonly began = performance.now();
 
-  constructor(
-    private readonly request: PlannedRequest,
-    private readonly recorder: SaleRecorder,
-    private readonly next: (failed: boolean) => void,
-  ) {}
+  constructor(request: PlannedRequest, recorder: SaleRecorder, next: (failed: boolean) => void) {
+    this.request = request;
+    this.recorder = recorder;
+    this.next = next;
+  }
 
   onConnect(): void {}
 

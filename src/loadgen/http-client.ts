@@ -15,11 +15,13 @@ export interface JsonRequestOptions {
 }
 
 export class JsonClient {
+  private readonly timeoutMs: number;
   private readonly agent: http.Agent;
   private readonly base: URL;
 
   /** `timeoutMs`: a request with no complete answer by then fails (a hung server must not hang the caller). */
-  constructor(baseUrl: string, maxSockets = 128, private readonly timeoutMs = 60_000) {
+  constructor(baseUrl: string, maxSockets = 128, timeoutMs = 60_000) {
+    this.timeoutMs = timeoutMs;
     this.base = new URL(baseUrl);
     this.agent = new http.Agent({ keepAlive: true, maxSockets });
   }

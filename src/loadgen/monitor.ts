@@ -23,6 +23,10 @@ const BUSY_POLL_MS = 25;
 const BUSY_AFTER_ORDER_MS = 1000;
 
 export class VoucherMonitor {
+  private readonly deployment: Deployment;
+  private readonly voucherId: string;
+  private readonly startedAt: number;
+  private readonly lastOrderAt: () => number | null;
   readonly samples: MonitorSample[] = [];
   private stopped = false;
   private loop: Promise<void> | null = null;
@@ -32,12 +36,12 @@ export class VoucherMonitor {
   failing: Error | null = null;
 
   /** `lastOrderAt`: performance.now() of the last order handed out so far (null: none yet). */
-  constructor(
-    private readonly deployment: Deployment,
-    private readonly voucherId: string,
-    private readonly startedAt: number,
-    private readonly lastOrderAt: () => number | null,
-  ) {}
+  constructor(deployment: Deployment, voucherId: string, startedAt: number, lastOrderAt: () => number | null) {
+    this.deployment = deployment;
+    this.voucherId = voucherId;
+    this.startedAt = startedAt;
+    this.lastOrderAt = lastOrderAt;
+  }
 
   get latest(): MonitorSample | undefined {
     return this.samples.at(-1);

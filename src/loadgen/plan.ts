@@ -51,10 +51,12 @@ function coin(seed: number, buyer: number, wave: number): number {
 }
 
 export class RequestPlan {
+  private readonly o: PlanOptions;
   private readonly firstWave: Uint32Array;
   private readonly repeaters: Uint32Array;
 
-  constructor(private readonly o: PlanOptions) {
+  constructor(o: PlanOptions) {
+    this.o = o;
     const next = random(o.seed);
     this.firstWave = shuffled(o.buyers, next);
     this.repeaters = shuffled(o.buyers, next).subarray(0, Math.round(o.buyers * o.repeatShare));

@@ -25,16 +25,20 @@ const LOG_EVERY_MS = 5000;
 const BAR_WIDTH = 20;
 
 export class ProgressLine {
+  private readonly out: NodeJS.WriteStream;
+  private readonly label: string;
+  private readonly goal: ProgressGoal;
+  private readonly snapshot: () => ProgressSnapshot;
   private timer: NodeJS.Timeout | null = null;
   private readonly startedAt = performance.now();
   private readonly history: { at: number; answered: number }[] = [{ at: this.startedAt, answered: 0 }];
 
-  constructor(
-    private readonly out: NodeJS.WriteStream,
-    private readonly label: string,
-    private readonly goal: ProgressGoal,
-    private readonly snapshot: () => ProgressSnapshot,
-  ) {}
+  constructor(out: NodeJS.WriteStream, label: string, goal: ProgressGoal, snapshot: () => ProgressSnapshot) {
+    this.out = out;
+    this.label = label;
+    this.goal = goal;
+    this.snapshot = snapshot;
+  }
 
   /** `final`: the average rate over the run instead of the last second's. */
   private line(final = false): string {

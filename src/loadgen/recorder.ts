@@ -32,6 +32,7 @@ export interface ClientCounts {
 }
 
 export class SaleRecorder {
+  readonly startedAt: number;
   readonly latency = new LatencyHistogram();
   readonly timeline: Timeline;
   readonly outcomes = new Map<string, number>();
@@ -49,7 +50,8 @@ export class SaleRecorder {
   private sharedOrderIds = 0;
   private keyMismatches = 0;
 
-  constructor(readonly startedAt: number) {
+  constructor(startedAt: number) {
+    this.startedAt = startedAt;
     this.timeline = new Timeline(startedAt);
   }
 

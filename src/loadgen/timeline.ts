@@ -29,10 +29,13 @@ export interface TimelinePoint {
 const emptyBin = (): Bin => ({ answers: 0, newOrders: 0, failures: 0, latency: new LatencyHistogram(2) });
 
 export class Timeline {
+  private readonly startedAt: number;
   private binMs = FIRST_BIN_MS;
   private bins: Bin[] = [];
 
-  constructor(private readonly startedAt: number) {}
+  constructor(startedAt: number) {
+    this.startedAt = startedAt;
+  }
 
   private binAt(now: number): Bin {
     let index = Math.floor((now - this.startedAt) / this.binMs);

@@ -152,17 +152,21 @@ function deliver(listeners: Map<string, Set<UserEventListener>>, log: Logger, me
  * and a cached look at whether other processes listen.
  */
 class ListeningPresence {
+  private readonly redis: RedisClient;
+  private readonly scripts: PresenceScripts;
+  private readonly log: Logger;
+  private readonly key: string;
   private readonly self = randomUUID();
   private heartbeat: NodeJS.Timeout | null = null;
   private listening = true; // until the first look says otherwise
   private lookedAt = -Infinity;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly scripts: PresenceScripts,
-    private readonly log: Logger,
-    private readonly key: string,
-  ) {}
+  constructor(redis: RedisClient, scripts: PresenceScripts, log: Logger, key: string) {
+    this.redis = redis;
+    this.scripts = scripts;
+    this.log = log;
+    this.key = key;
+  }
 
   private readonly renew = () => this.scripts.presence(this.key, this.self, PRESENCE_TTL_MS).catch((err: unknown) => this.log.warn({ err }, 'order events presence not renewed'));
 

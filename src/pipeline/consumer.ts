@@ -16,7 +16,11 @@ import type { PipelineDeps } from './pipeline-deps.js';
 export type { PipelineDeps, PipelineEvents, PipelineOptions } from './pipeline-deps.js';
 
 export class OrderPipeline {
-  private constructor(private readonly lanes: Lane[]) {}
+  private readonly lanes: Lane[];
+
+  private constructor(lanes: Lane[]) {
+    this.lanes = lanes;
+  }
 
   static async start(deps: PipelineDeps): Promise<OrderPipeline> {
     await ensureConsumerGroups(deps.redis, deps.keys);

@@ -27,6 +27,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const isMissingGroup = (err: unknown) => /NOGROUP/.test((err as Error).message ?? '');
 
 export class Lane {
+  private readonly deps: PipelineDeps;
+  private readonly shards: number[];
   private readonly conn: RedisClient;
   private readonly streams: string[];
   private clientId: number | null = null;
@@ -39,10 +41,9 @@ export class Lane {
   /** That entry's age when it was read; 0 after a read that found nothing. */
   private lagAtReadMs = 0;
 
-  constructor(
-    private readonly deps: PipelineDeps,
-    private readonly shards: number[],
-  ) {
+  constructor(deps: PipelineDeps, shards: number[]) {
+    this.deps = deps;
+    this.shards = shards;
     this.conn = dedicatedConnection(deps.redis, `seckill-lane-${deps.options.consumer}`);
     this.streams = shards.map((s) => deps.keys.orders(s));
   }

@@ -42,13 +42,15 @@ export interface QueueRunnerDeps {
 }
 
 export class QueueRunner {
+  private readonly deps: QueueRunnerDeps;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly running = new Set<Promise<unknown>>();
   private closed = false;
   private readonly poll: NodeJS.Timeout;
   private readonly prequeue: PrequeueCopy;
 
-  private constructor(private readonly deps: QueueRunnerDeps) {
+  private constructor(deps: QueueRunnerDeps) {
+    this.deps = deps;
     this.prequeue = createPrequeueCopy(deps);
     this.poll = setInterval(() => void this.look(), deps.pollMs ?? POLL_MS);
     this.poll.unref();

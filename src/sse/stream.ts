@@ -61,6 +61,9 @@ export interface SseStreamOptions {
 }
 
 export class SseStream {
+  private readonly request: FastifyRequest;
+  private readonly reply: FastifyReply;
+  private readonly options: SseStreamOptions;
   /** What the feed sent before the headers were written. */
   private readonly early: string[] = [];
   private begun = false;
@@ -71,11 +74,11 @@ export class SseStream {
   /** The feed's stop, once it started. */
   private stopFeed: () => void = () => undefined;
 
-  constructor(
-    private readonly request: FastifyRequest,
-    private readonly reply: FastifyReply,
-    private readonly options: SseStreamOptions,
-  ) {}
+  constructor(request: FastifyRequest, reply: FastifyReply, options: SseStreamOptions) {
+    this.request = request;
+    this.reply = reply;
+    this.options = options;
+  }
 
   /** Sends one event (dropped when its type is not a valid SSE field value); held until begin(). */
   readonly send = (event: string, data: unknown): void => {

@@ -62,6 +62,7 @@ async function eachLimited<T>(items: T[], limit: number, work: (item: T) => Prom
 }
 
 export class WebhookRelay {
+  private readonly deps: WebhookRelayDeps;
   private readonly loop: PollLoop;
   /** With the round's number, at most 33 characters (leased_by holds 40). */
   private readonly name = randomBytes(8).toString('hex');
@@ -71,7 +72,8 @@ export class WebhookRelay {
   /** Aborts the requests in flight when closing: they are tried again, by this process or another. */
   private readonly closing = new AbortController();
 
-  private constructor(private readonly deps: WebhookRelayDeps) {
+  private constructor(deps: WebhookRelayDeps) {
+    this.deps = deps;
     this.loop = PollLoop.start({
       name: 'webhook relay',
       log: deps.log,

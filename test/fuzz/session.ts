@@ -50,6 +50,7 @@ export interface FuzzStats {
 }
 
 export class FuzzSession {
+  private readonly t: TestApp;
   readonly ops: Operation[];
   readonly stats: FuzzStats = { requests: 0, answers: new Map(), checkedUnchanged: 0, changing: 0, mutated: 0 };
   private readonly vouchers: string[];
@@ -61,10 +62,11 @@ export class FuzzSession {
   private pending: Sent[] = [];
 
   private constructor(
-    private readonly t: TestApp,
+    t: TestApp,
     doc: Parameters<typeof operationsOf>[0],
     fixtures: { vouchers: string[]; orders: { id: string; user: bigint }[]; tokens: FuzzSession['tokens']; baseline: Snapshot },
   ) {
+    this.t = t;
     this.ops = operationsOf(doc);
     this.vouchers = fixtures.vouchers;
     this.orders = fixtures.orders;

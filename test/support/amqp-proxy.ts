@@ -63,16 +63,18 @@ interface Pair {
 }
 
 export class AmqpProxy {
+  private readonly targetHost: string;
+  private readonly targetPort: number;
   /** Frames on a channel other than 0 are swallowed: channel setup is never answered. */
   stallChannels = false;
   private alarm = false;
   private server: net.Server | null = null;
   private readonly pairs = new Set<Pair>();
 
-  constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
-  ) {}
+  constructor(targetHost: string, targetPort: number) {
+    this.targetHost = targetHost;
+    this.targetPort = targetPort;
+  }
 
   /** Client connections open now. */
   get connections(): number {

@@ -17,6 +17,7 @@ export interface Received {
 }
 
 export class TestReceiver {
+  readonly port: number;
   /** Every request, in arrival order. */
   readonly received: Received[] = [];
   /** The answer to each request (by its index among all requests, in arrival order). */
@@ -29,7 +30,9 @@ export class TestReceiver {
   private requests = 0;
   private server: Server | null = null;
 
-  private constructor(readonly port: number) {}
+  private constructor(port: number) {
+    this.port = port;
+  }
 
   /** A receiver on a free port, listening unless `down`; stopped after the file. */
   static async start({ down = false } = {}): Promise<TestReceiver> {

@@ -58,6 +58,7 @@ async function masterOf(redis: RedisClient): Promise<string> {
 type Change = 'data loss' | 'master change';
 
 export class RedisWatch {
+  private readonly deps: RedisWatchDeps;
   private epoch: string | null = null;
   private master: string | null = null;
   private readonly hooks: { name: string; run: DataLossHook }[] = [];
@@ -66,7 +67,9 @@ export class RedisWatch {
   private checking: Promise<void> | null = null;
   private recovering = false;
 
-  private constructor(private readonly deps: RedisWatchDeps) {}
+  private constructor(deps: RedisWatchDeps) {
+    this.deps = deps;
+  }
 
   static async start(deps: RedisWatchDeps): Promise<RedisWatch> {
     const watch = new RedisWatch(deps);
