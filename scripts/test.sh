@@ -25,6 +25,10 @@ fi
 # Install when node_modules is missing or older than the lock file (new dependencies since).
 [[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
 step "dependencies"
+# `node` is the Node 24 the lock file pins (node_modules/.bin/node, from the registry's binary
+# package) where that package installs (Linux x64), else the machine's own.
+export PATH="$PWD/node_modules/.bin:$PATH"
+echo "test.sh: node $(node --version) ($(command -v node))"
 bash scripts/services.sh up
 step "services"
 mapfile -t files < <(find test -name '*.test.ts' | sort)
@@ -41,7 +45,7 @@ fi
 mkdir -p .test-times
 run_tests() {
   local pass=$1; shift
-  TEST_TIMES_FILE=".test-times/$pass.txt" node --import tsx --test --test-concurrency=4 --test-timeout=180000 --test-force-exit \
+  TEST_TIMES_FILE=".test-times/$pass.txt" node --import ./support/typescript.mjs --test --test-concurrency=4 --test-timeout=180000 --test-force-exit \
     --test-reporter=tap --test-reporter-destination=stdout \
     --test-reporter=./scripts/file-times.mjs --test-reporter-destination=stdout "$@"
   step "$pass pass (${#@} files)"
@@ -70,8 +74,10 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_c
 # Third pass on PostgreSQL: every file that touches the database (each its own database, as on
 # MariaDB). Left out: files without a database, the Redis topology tests (Sentinel failovers,
 # the cluster's own tests), whose database work is the one-server tests' own, the CLI's process
-# tests but the demo's (their database work is the other files'), and the fault campaign's cells
-# (`npm run chaos` with CHAOS_DATABASE_SERVER=postgres://… runs them there).
+# tests but the demo's, the pages in a browser, the webhook receiver's outage, the identity
+# provider's key rotation and the server's shutdown (their database work is the other files':
+# the routes, the outbox, the pipeline), and the fault campaign's cells (`npm run chaos` with
+# CHAOS_DATABASE_SERVER=postgres://… runs them there).
 declare -A not_on_postgres=()
 for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
@@ -80,7 +86,9 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.t
   test/vouchers/segments.test.ts test/docs/configuration-doc.test.ts test/chaos/checker.test.ts \
   test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts \
   test/infra/redis/stray-rejections.test.ts test/infra/redis/sentinel-reconnect.test.ts test/infra/redis/scripts/presence-script.test.ts \
-  test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts test/cli/bench-queue.test.ts test/client/client-schema.test.ts; do
+  test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts test/cli/bench-queue.test.ts test/client/client-schema.test.ts \
+  test/web/docs.test.ts test/web/pages.test.ts test/web/store-external.test.ts test/web/store-lost.test.ts test/web/store-queue.test.ts \
+  test/webhooks/webhook-outage.test.ts test/auth/jwks-refetch.test.ts test/faults/shutdown.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1
 done

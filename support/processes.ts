@@ -1,13 +1,15 @@
 // Child processes for the tests and benches: a command run to completion, or a long-running one (a server, a
 // worker, a redis-server) whose output is kept line by line and whose stop waits for its exit.
-// `seckill` runs from the TypeScript sources through tsx (not bin/seckill.js, which would prefer
-// a stale dist/ build), in the repository root, with the caller's environment on top of this one.
+// `seckill` runs from the TypeScript sources through ./typescript.mjs (not bin/seckill.js, which
+// would prefer a stale dist/ build), in the repository root, with the caller's environment on top of this one.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const SECKILL = ['--import', 'tsx', 'src/main.ts'];
+/** `node --import <this> file.ts` runs a TypeScript file (support/typescript.mjs). */
+export const TYPESCRIPT = ['--import', fileURLToPath(new URL('typescript.mjs', import.meta.url))];
+const SECKILL = [...TYPESCRIPT, 'src/main.ts'];
 
 export interface ProcessOptions {
   /** Added to this process's environment. */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { isStrayRedisRejection } from '../../../src/infra/redis/stray-rejections.js';
+import { TYPESCRIPT } from '../../../support/processes.js';
 
 /** The error ioredis gives a command sent while the stream is not writable, with its own stack. */
 async function notWritableError(): Promise<Error> {
@@ -37,7 +38,7 @@ describe('stray Redis rejections', () => {
   it('when such a rejection has no handler, then it is logged and the process goes on; any other still ends the process', async () => {
     // In a process of its own: the test runner takes every unhandled rejection of its own process as a failure.
     const run = (reason: string) =>
-      spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+      spawnSync(process.execPath, [...TYPESCRIPT, '--input-type=module', '-e', `
         import pino from 'pino';
         import { Redis } from 'ioredis';
         import { absorbStrayRedisRejections } from ${JSON.stringify(new URL('../../../src/infra/redis/stray-rejections.ts', import.meta.url).pathname)};
@@ -78,7 +79,7 @@ describe('stray Redis rejections', () => {
       `);
       // Without the runner's mark on the environment, the child runs as a runner of its own.
       const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-      return spawnSync(process.execPath, ['--import', 'tsx', '--test', file], { encoding: 'utf8', timeout: 30_000, env });
+      return spawnSync(process.execPath, [...TYPESCRIPT, '--test', file], { encoding: 'utf8', timeout: 30_000, env });
     };
     try {
       const stray = run('err');
