@@ -63,16 +63,7 @@ export async function demoQueue(baseConfig: Config, { stock, buyers }: { stock: 
     const voucherId = String(created.body.id);
     console.log(`\nQueued drop: ${int(stock)} units for ${int(buyers)} buyers, the pre-queue open until ${beginAt.toISOString()}, at ${url}.\n${demoLinks(url, voucherId)}\n`);
 
-    let next = 0;
-    const joined: Record<number, number> = {};
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (next < buyers) {
-          const res = await call('POST', `/api/vouchers/${voucherId}/queue`, credentials.buyers[next++]);
-          joined[res.status] = (joined[res.status] ?? 0) + 1;
-        }
-      }),
-    );
+    const joined = await joinAll((token) => call('POST', `/api/vouchers/${voucherId}/queue`, token), credentials.buyers);
     console.log(`joined: ${JSON.stringify(joined)}${Date.now() < beginAt.getTime() ? '' : ' (some after the start: placed after the drawn ones)'}`);
     const drawn = await until('the draw', async () => {
       const q = (await call('GET', `/api/vouchers/${voucherId}/queue`)).body;
@@ -118,4 +109,19 @@ export async function demoQueue(baseConfig: Config, { stock, buyers }: { stock: 
     await app.close();
     await container.close();
   }
+}
+
+/** Every buyer joins the pre-queue once, CONNECTIONS at a time; the answers counted by status. */
+async function joinAll(join: (token: string) => Promise<JsonResponse>, tokens: string[]): Promise<Record<number, number>> {
+  let next = 0;
+  const joined: Record<number, number> = {};
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (next < tokens.length) {
+        const res = await join(tokens[next++]!);
+        joined[res.status] = (joined[res.status] ?? 0) + 1;
+      }
+    }),
+  );
+  return joined;
 }

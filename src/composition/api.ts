@@ -100,12 +100,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       streamSlots,
     },
     lifecycle: {
-      payOrder:
-        config.paymentMode === 'external'
-          ? async () => {
-              throw new AppError('FORBIDDEN', 'PAYMENT_MODE is external: payments are confirmed by the shop (POST /api/orders/:id/payments)');
-            }
-          : payOrderUseCase({ db, getOrder, releases, pubsub, eventOutbox, onPaid }),
+      payOrder: config.paymentMode === 'external' ? refusePayment : payOrderUseCase({ db, getOrder, releases, pubsub, eventOutbox, onPaid }),
       cancelOrder: cancelOrderUseCase({ getOrder, releases }),
     },
     payments: { confirmPayment, refundOrder, listPayments: listPaymentsUseCase(db) },
@@ -126,4 +121,9 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     },
   };
   return { tokens, claimTokens, appDeps, confirmPayment, refundOrder };
+}
+
+/** PAYMENT_MODE=external: a buyer cannot mark an order paid, the shop confirms it. */
+async function refusePayment(): Promise<never> {
+  throw new AppError('FORBIDDEN', 'PAYMENT_MODE is external: payments are confirmed by the shop (POST /api/orders/:id/payments)');
 }
