@@ -28,6 +28,9 @@ step "dependencies"
 # `node` is the Node 24 the lock file pins (node_modules/.bin/node, from the registry's binary
 # package) where that package installs (Linux x64), else the machine's own.
 export PATH="$PWD/node_modules/.bin:$PATH"
+# V8's compiled code of every module kept between processes: each test file and every command it
+# spawns loads the same few hundred modules (a third less CPU to load the server's).
+export NODE_COMPILE_CACHE="$PWD/node_modules/.cache/node-compile"
 echo "test.sh: node $(node --version) ($(command -v node))"
 bash scripts/services.sh up
 step "services"
