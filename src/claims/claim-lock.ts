@@ -1,7 +1,7 @@
 // The per-user lock of limited claims: a redis-semaphore Mutex that its watchdog renews while the
 // claim runs, so a slow claim keeps it and a dead process lets it go after one lifetime.
 import type { RedisClient } from '../infra/redis/client.js';
-import { Mutex } from 'redis-semaphore';
+import { RefreshSafeMutex } from '../infra/redis/mutex.js';
 import { AppError } from '../errors.js';
 
 /**
@@ -14,7 +14,7 @@ export async function withClaimLock<T>(redis: RedisClient, key: string, ttlMs: n
   const markLost = () => {
     lost = true;
   };
-  const mutex = new Mutex(redis, key, {
+  const mutex = new RefreshSafeMutex(redis, key, {
     lockTimeout: ttlMs,
     // Renewed every third of its life (like worker leases), not the default 0.8: one late timer
     // tick on a busy event loop must not let it expire.

@@ -8,7 +8,7 @@
 import type { RedisClient } from '../infra/redis/client.js';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import { Mutex } from 'redis-semaphore';
+import { RefreshSafeMutex } from '../infra/redis/mutex.js';
 import { AppError } from '../errors.js';
 import { dialectOf, type SqlDialect } from '../infra/db/dialect.js';
 import type { KeySpace } from '../infra/redis/keys.js';
@@ -98,7 +98,7 @@ async function reconcileVoucher(c: Context, voucherId: bigint, { allBuyers = fal
   // One reconciliation of a voucher at a time (scheduled, on demand, or verifying after a master
   // change): repairs are offsets. Short and refreshed often: a promoted replica may hold a
   // lock whose release never reached it, and a verification waits for that lock to expire.
-  const mutex = new Mutex(c.redis, c.keys.reconcileLock(voucherId), {
+  const mutex = new RefreshSafeMutex(c.redis, c.keys.reconcileLock(voucherId), {
     lockTimeout: 5_000,
     refreshInterval: 1_000,
     acquireAttemptsLimit: 1,

@@ -11,7 +11,7 @@ import { Queue, Worker } from 'bullmq';
 import type { RedisClient } from '../infra/redis/client.js';
 import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/connections.js';
 import type { Logger } from 'pino';
-import { Mutex } from 'redis-semaphore';
+import { RefreshSafeMutex } from '../infra/redis/mutex.js';
 import type { Reconciler } from './reconciler.js';
 
 const QUEUE = 'reconcile';
@@ -55,7 +55,7 @@ export class ReconcileSchedule {
     const worker = new Worker(
       QUEUE,
       async () => {
-        const mutex = new Mutex(lockConn, `${bullPrefix}:running`, {
+        const mutex = new RefreshSafeMutex(lockConn, `${bullPrefix}:running`, {
           lockTimeout: 60_000,
           acquireAttemptsLimit: 1,
           onLockLost: (err) => log.warn({ err }, 'reconciliation lock lost'),

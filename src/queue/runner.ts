@@ -5,7 +5,7 @@
 // a tick; the voucher's lock in Redis lets one runner across processes do it, and the others find
 // it done. A draw, copy or closing that fails is tried again at the next look.
 import type { Logger } from 'pino';
-import { Mutex } from 'redis-semaphore';
+import { RefreshSafeMutex } from '../infra/redis/mutex.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
@@ -123,7 +123,7 @@ export class QueueRunner {
   private async locked(voucherId: bigint, step: (v: QueueVoucher) => Promise<unknown>, waitMs: number) {
     const voucher = await this.deps.directory.getStored(voucherId);
     if (!voucher?.queue) return;
-    const mutex = new Mutex(this.deps.redis, this.deps.keys.queueLock(voucherId), {
+    const mutex = new RefreshSafeMutex(this.deps.redis, this.deps.keys.queueLock(voucherId), {
       lockTimeout: LOCK_MS,
       ...(waitMs > 0 ? { acquireTimeout: waitMs } : { acquireAttemptsLimit: 1 }),
       onLockLost: (err) => this.deps.log.warn({ err, voucherId: voucherId.toString() }, 'queue lock lost'),
