@@ -3,15 +3,7 @@ import { Command } from 'commander';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { configurationDoc } from './config/configuration-doc.js';
 import { redactedConfig } from './config/redaction.js';
-import { audit } from './cli/audit.js';
-import { bench } from './cli/bench.js';
-import { demo } from './cli/demo.js';
-import { drawVerify } from './cli/draw.js';
-import { migrate } from './cli/migrate.js';
-import { reconcile } from './cli/reconcile.js';
-import { serve } from './cli/serve.js';
 import { DEFAULT_TTL_SECONDS, token } from './cli/token.js';
-import { worker } from './cli/worker.js';
 
 function config() {
   try {
@@ -27,29 +19,37 @@ function config() {
 
 const program = new Command('seckill').description('Flash-sale engine').showHelpAfterError();
 
-/** A subcommand that runs with the configuration and its own options; declare its options on what this returns. */
-function command<O>(name: string, description: string, run: (config: Config, opts: O) => Promise<void>): Command {
+type Run<O> = (config: Config, opts: O) => Promise<void>;
+
+/**
+ * A subcommand that runs with the configuration and its own options; declare its options on what
+ * this returns. Its module is loaded when it runs: `seckill token` need not load the server's.
+ */
+function command<O>(name: string, description: string, load: () => Promise<Run<O>>): Command {
   return program
     .command(name)
     .description(description)
-    .action((opts: O) => run(config(), opts));
+    .action(async (opts: O) => {
+      const settings = config();
+      await (await load())(settings, opts);
+    });
 }
 
-command('serve', 'run the HTTP API (applies pending migrations first)', serve)
+command('serve', 'run the HTTP API (applies pending migrations first)', async () => (await import('./cli/serve.js')).serve)
   .option('--no-migrate', 'do not apply pending migrations')
   .option('--no-worker', 'do not run the order pipeline, payment timer and reconciliation in this process');
 
-command('worker', 'run the order pipeline, the payment timer and scheduled reconciliation (no HTTP)', worker);
+command('worker', 'run the order pipeline, the payment timer and scheduled reconciliation (no HTTP)', async () => (await import('./cli/worker.js')).worker);
 
-command('migrate', 'create the database if missing and apply pending migrations', migrate);
+command('migrate', 'create the database if missing and apply pending migrations', async () => (await import('./cli/migrate.js')).migrate);
 
-command('token', 'print a bearer token signed with JWT_SECRET', token)
+command('token', 'print a bearer token signed with JWT_SECRET', async () => token)
   .requiredOption('--user <id>', 'user id (positive 64-bit decimal)')
   .option('--admin', 'grant the admin role')
   .option('--service', "grant the service role (the shop's backend: payments, refunds, any order)")
   .option('--ttl <seconds>', `lifetime in seconds, at most JWT_MAX_TTL_SECONDS (default ${DEFAULT_TTL_SECONDS}, or that maximum when shorter; 0 = no expiry, only with JWT_MAX_TTL_SECONDS=0)`);
 
-command('bench', 'a flash sale (or with --queue a queued drop) against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)', bench)
+command('bench', 'a flash sale (or with --queue a queued drop) against a running deployment: load, latency, drain lag and the verdict of both stores (exit 1 when it fails)', async () => (await import('./cli/bench.js')).bench)
   .option('--url <url>', 'base URL of the deployment (default: http://HOST:PORT)')
   .option('--secret <secret>', "the deployment's JWT secret, to sign the admin's and every buyer's token (default: JWT_SECRET)")
   .option('--token-file <file>', 'tokens instead of --secret: one bearer token per line, buyers plus one with role admin')
@@ -77,7 +77,7 @@ command('bench', 'a flash sale (or with --queue a queued drop) against a running
   .option('--report <file>', 'write a self-contained HTML report with latency and rate charts')
   .option('--no-progress', 'no live progress line');
 
-command('demo', 'hold a real flash sale on this machine and check the result against Redis and the database', demo)
+command('demo', 'hold a real flash sale on this machine and check the result against Redis and the database', async () => (await import('./cli/demo.js')).demo)
   .option('--big', '10,000 units for 100,000 buyers')
   .option('--stock <units>', 'units for sale (default 100)')
   .option('--buyers <count>', 'distinct buyers (default 1,000)')
@@ -85,11 +85,11 @@ command('demo', 'hold a real flash sale on this machine and check the result aga
   .option('--keep', 'keep the service up after the verdict (Ctrl-C stops it), to look around in the console')
   .option('--port <port>', 'listen on this port (default: any free one)');
 
-command('audit', 'check the invariants of one voucher on both stores (exit 1 when one fails)', audit)
+command('audit', 'check the invariants of one voucher on both stores (exit 1 when one fails)', async () => (await import('./cli/audit.js')).audit)
   .requiredOption('--voucher <id>', 'voucher id')
   .option('--json', 'machine-readable report');
 
-command('reconcile', 'compare Redis with the database now and repair drift (every voucher, or one)', reconcile)
+command('reconcile', 'compare Redis with the database now and repair drift (every voucher, or one)', async () => (await import('./cli/reconcile.js')).reconcile)
   .option('--voucher <id>', 'only this voucher')
   .option('--json', 'machine-readable report');
 
@@ -100,7 +100,10 @@ program
   .description('recompute the draw from what the API published (seed, commitment, entrants) and compare (exit 1 when it does not match)')
   .option('--url <url>', 'base URL of the API (default: http://HOST:PORT)')
   .option('--json', 'machine-readable verdict')
-  .action((voucherId: string, opts) => drawVerify(config(), voucherId, opts));
+  .action(async (voucherId: string, opts) => {
+    const settings = config();
+    await (await import('./cli/draw.js')).drawVerify(settings, voucherId, opts);
+  });
 
 program
   .command('config')
