@@ -60,6 +60,8 @@ export const settings = {
   claimIdleMs: setting('CLAIM_IDLE_MS', '30000', int(100, 3600000), 'An entry pending this long on a consumer (probably dead) is taken over by a live one.'),
   maxDeliveries: setting('MAX_DELIVERIES', '5', int(1, 1000),
     'Deliveries after which an entry that still cannot be stored becomes a failed order (dead letter).'),
+  restoreWindowSeconds: setting('RESTORE_WINDOW_SECONDS', '30', int(0, 3600),
+    'Stored orders stay in their stream this long: when the database fails over to a standby that had not received them, they are stored again (docs/operations.md: The database fails over). 0: not kept.'),
   expiryPollMs: setting('EXPIRY_POLL_MS', '500', int(10, 60000), 'How often a worker looks for unpaid orders past their deadline (database timer).'),
   expiryBatch: setting('EXPIRY_BATCH', '500', int(1, 10000), 'Most orders expired in one database transaction.'),
   waitlistMax: setting('WAITLIST_MAX', '10000', int(1, 10000000), 'Most users waiting per voucher (waitlist: true); later ones are told waitlisted: false.'),

@@ -50,6 +50,7 @@ const cases: Record<Key, Case> = {
   pipelineBlockMs: { good: ['10', 10], bad: ['9', '60001'] },
   claimIdleMs: { good: ['100', 100], bad: ['99', '3600001'] },
   maxDeliveries: { good: ['1', 1], bad: ['0', '1001'] },
+  restoreWindowSeconds: { good: ['0', 0], bad: ['-1', '3601'] },
   expiryPollMs: { good: ['10', 10], bad: ['9', '60001'] },
   expiryBatch: { good: ['1', 1], bad: ['0', '10001'] },
   waitlistMax: { good: ['10000000', 10_000_000], bad: ['0', '10000001'] },

@@ -221,6 +221,7 @@ export async function drainWithPipeline(c: Container, sale: Sale, opts: DrainOpt
         blockMs: c.config.pipelineBlockMs,
         claimIdleMs: c.config.claimIdleMs,
         maxDeliveries: c.config.maxDeliveries,
+        restoreWindowMs: c.config.restoreWindowSeconds * 1000,
       },
       events: { retried: () => c.metrics.retries.inc() },
     });

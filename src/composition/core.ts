@@ -6,6 +6,7 @@ import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
+import { createLostOrders, type LostOrders } from '../consistency/lost-orders.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { createVoucherVerifier } from '../consistency/verification.js';
 import { type IdGenerator, LeasedIdGenerator } from '../ids/worker-lease.js';
@@ -60,6 +61,8 @@ export interface Core {
   queueRepository: QueueRepository;
   queueClosing: QueueClosing;
   reconciler: Reconciler;
+  /** Acknowledged orders a failed-over database lost, stored again (checked before every comparison). */
+  lostOrders: LostOrders;
   /** Verifies voucher state against the database after a Redis master change (admissions wait for it). */
   verifier: VoucherVerifier;
   /** This process's id generator, leased on the first call. */
@@ -151,8 +154,14 @@ function repairServices(base: Foundation & Stores) {
     db, releaseRelay, pubsub, log, eventOutbox,
     expiredLate: (late) => late.forEach((seconds) => metrics.expiryLateness.observe(seconds)),
   });
+  const lostOrders = createLostOrders({
+    db, redis, keys, scripts, log,
+    onServerChange: () => metrics.databaseServerChanges.inc(),
+    onRestored: (n) => metrics.ordersRestored.inc(n),
+  });
   const reconciler = createReconciler({
     db, redis, keys, scripts, directory, redisState, moves, releaseRelay, releases, log,
+    beforeComparing: () => lostOrders.check(),
     staleMoveMs: 3 * config.redisCommandTimeoutMs + 1_000,
     onRepair: (kind) => metrics.repairs.inc({ kind }),
     onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
@@ -160,7 +169,7 @@ function repairServices(base: Foundation & Stores) {
   const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log });
   // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
   redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
-  return { releaseRelay, releases, reconciler, verifier };
+  return { releaseRelay, releases, lostOrders, reconciler, verifier };
 }
 
 export async function createCore(config: Config, log: Logger, options: CoreOptions = {}): Promise<Core> {
@@ -175,11 +184,13 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
     const built = { config, log, db, redis, closer, ...(await redisServices({ config, log, redis, closer })) };
     const foundation = { ...built, ids: leasedIds(built) };
     const stores = storeServices(foundation);
+    const repairs = repairServices({ ...foundation, ...stores });
+    const auditDeps = { db, redis, keys: foundation.keys, inflight: stores.inflight, scripts: foundation.scripts, lostOrders: repairs.lostOrders };
     return {
       ...foundation,
       ...stores,
-      ...repairServices({ ...foundation, ...stores }),
-      audit: (voucherId, auditOptions) => auditVoucher({ db, redis, keys: foundation.keys, inflight: stores.inflight, scripts: foundation.scripts }, voucherId, auditOptions),
+      ...repairs,
+      audit: (voucherId, auditOptions) => auditVoucher(auditDeps, voucherId, auditOptions),
       close: () => closer.close(),
     };
   } catch (err) {

@@ -12,6 +12,7 @@ import { createWebhookSender } from '../webhooks/webhook-sender.js';
 import { ExpiryWorker } from '../lifecycle/expiry-worker.js';
 import { allShards } from '../infra/redis/keys.js';
 import { OrderPipeline } from '../pipeline/consumer.js';
+import { PollLoop } from '../poll-loop.js';
 import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js';
 import { durableAdmitMany } from '../claims/durability.js';
 import { createDraw } from '../queue/draw.js';
@@ -46,7 +47,10 @@ function startsOnce<T extends { close(): Promise<void> }>(closer: Closer, name: 
     }));
 }
 
-async function startOrderPipeline({ config, log, redis, db, keys, scripts, metrics, pubsub, eventOutbox, redisWatch }: Core): Promise<OrderPipeline> {
+/** How often the pipeline's process asks which database server answers (lost-orders.ts). */
+const DATABASE_WATCH_MS = 1_000;
+
+async function startOrderPipeline({ config, log, redis, db, keys, scripts, metrics, pubsub, eventOutbox, redisWatch, lostOrders, closer }: Core): Promise<OrderPipeline> {
   const pipeline = await OrderPipeline.start({
     redis,
     db,
@@ -60,6 +64,7 @@ async function startOrderPipeline({ config, log, redis, db, keys, scripts, metri
       blockMs: config.pipelineBlockMs,
       claimIdleMs: config.claimIdleMs,
       maxDeliveries: config.maxDeliveries,
+      restoreWindowMs: config.restoreWindowSeconds * 1000,
     },
     eventOutbox,
     events: {
@@ -71,6 +76,9 @@ async function startOrderPipeline({ config, log, redis, db, keys, scripts, metri
   });
   // The lanes also recreate a missing group themselves (NOGROUP); this does it before the next read.
   redisWatch.onDataLoss('consumer groups', () => ensureConsumerGroups(redis, keys));
+  // A failover of the database is noticed within a second: orders the new server lacks go back in flight.
+  const databaseWatch = PollLoop.start({ name: 'database server watch', log, intervalMs: DATABASE_WATCH_MS, round: async () => (await lostOrders.check(), false) });
+  closer.add('database server watch', () => databaseWatch.close());
   metrics.watchPipelineLag(() => pipeline.lagSeconds());
   const shards = allShards(keys);
   metrics.watchStreamBacklog(async () => (await Promise.all(shards.map((s) => streamBacklog(redis, keys.orders(s))))).reduce((a, b) => a + b, 0));

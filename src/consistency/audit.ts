@@ -13,6 +13,7 @@ import { VOUCHER_KINDS } from '../vouchers/kinds.js';
 import { segmentShards } from '../vouchers/segments.js';
 import { voucherFromRow } from '../vouchers/voucher.js';
 import { FIRST, note, readDatabase } from './audit-database.js';
+import type { LostOrders } from './lost-orders.js';
 import { countDrift, observeVoucher } from './observe.js';
 
 export interface Check {
@@ -40,6 +41,8 @@ export interface AuditDeps {
   keys: KeySpace;
   inflight: InflightReader;
   scripts: Pick<ReconcileScripts, 'inspect'>;
+  /** Acknowledged orders the database no longer holds (a failover to a standby behind). */
+  lostOrders?: Pick<LostOrders, 'missing'>;
 }
 
 export interface AuditOptions {
@@ -132,6 +135,9 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
   // database (no consumer, a lost consumer group) and its buyer sees "processing" forever.
   const stuck = pending.filter((o) => !stored.has(o.orderId) && Date.now() - o.createdAt.getTime() > STUCK_INFLIGHT_MS);
   if (stuck.length) i3.push(`${stuck.length} admitted order(s) in flight for over ${STUCK_INFLIGHT_MS / 1000} s, not stored (first: ${stuck[0]!.orderId})`);
+  // Stored once, acknowledged, and gone: the workers store them again when they notice the database changed.
+  const lost = (await deps.lostOrders?.missing(voucherId)) ?? [];
+  if (lost.length) i3.push(`${lost.length} acknowledged order(s) no longer in the database (lost in a failover?), not stored again yet (first: ${lost[0]!.orderId})`);
 
   const i4: string[] = [];
   if (drained) {

@@ -66,6 +66,11 @@ export interface ReconcilerDeps extends RedisRepairDeps {
   onRepair?(kind: DriftKind): void;
   /** Buyer counts compared per pass (buyer-slices.ts' default unless set). */
   buyersPerPass?: number;
+  /**
+   * Runs before Redis is compared with the database: orders a failed-over database lost go back
+   * in flight first (lost-orders.ts), or the comparison would move Redis toward the loss.
+   */
+  beforeComparing?(): Promise<unknown>;
 }
 
 /** The deps with the database's dialect, looked up once, the vouchers last found clean and where each one's lap over its buyers is. */
@@ -109,6 +114,7 @@ async function reconcileVoucher(c: Context, voucherId: bigint, { allBuyers = fal
     await expireOverdueOrders(c, voucher, note);
     await relayStuckReleases(c, voucher, note);
     if (kindOf(voucher).redisGated) {
+      await c.beforeComparing?.();
       const outcome = await repairRedisState(c, voucher, note, c.clean, allBuyers ? null : c.slices);
       report.verified = outcome.verified;
       report.buyers = outcome.buyers;

@@ -16,6 +16,8 @@ export interface PipelineMetrics {
   repairs: Counter<'kind'>;
   redisDataLosses: Counter;
   redisMasterChanges: Counter;
+  databaseServerChanges: Counter;
+  ordersRestored: Counter;
   /** Backwards jumps of the wall clock the id generator saw (ids continue from the last timestamp). */
   clockBackwards: Counter;
 }
@@ -96,7 +98,7 @@ function lifecycleMetrics(registry: Registry): Pick<PipelineMetrics, 'expired' |
 }
 
 /** Redis against the truth: drift reconciliation repaired, data Redis lost, masters it changed to. */
-function consistencyMetrics(registry: Registry): Pick<PipelineMetrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges' | 'clockBackwards'> {
+function consistencyMetrics(registry: Registry): Pick<PipelineMetrics, 'repairs' | 'redisDataLosses' | 'redisMasterChanges' | 'clockBackwards' | 'databaseServerChanges' | 'ordersRestored'> {
   const repairs = new Counter({
     name: 'seckill_reconcile_repairs_total',
     help: 'Drift repaired by reconciliation, by kind (docs/operations.md: Reconciliation and the audit).',
@@ -118,5 +120,15 @@ function consistencyMetrics(registry: Registry): Pick<PipelineMetrics, 'repairs'
     help: 'Times the wall clock of this process went back while it issued order ids; ids continue from the last timestamp, never reused (the log line gives how far).',
     registers: [registry],
   });
-  return { repairs, redisDataLosses, redisMasterChanges, clockBackwards };
+  const databaseServerChanges = new Counter({
+    name: 'seckill_database_server_changes_total',
+    help: 'Times another database server answered than the one that last did (a failover, a restart): acknowledged orders it lacks are stored again.',
+    registers: [registry],
+  });
+  const ordersRestored = new Counter({
+    name: 'seckill_orders_restored_total',
+    help: 'Acknowledged orders the database had lost (a failover to a standby behind), admitted again to be stored (docs/operations.md: The database fails over).',
+    registers: [registry],
+  });
+  return { repairs, redisDataLosses, redisMasterChanges, clockBackwards, databaseServerChanges, ordersRestored };
 }

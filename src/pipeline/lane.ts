@@ -188,7 +188,7 @@ export class Lane {
     for (const shard of this.shards) {
       if (this.closing) return;
       await this.handle(await claimStale(this.deps, shard));
-      await trimAcknowledged(redis, keys.orders(shard));
+      await trimAcknowledged(redis, keys.orders(shard), options.restoreWindowMs);
       await forgetDeadConsumers(redis, keys.orders(shard), options.consumer);
     }
   }

@@ -23,11 +23,20 @@ function toRecord(flat: unknown[]): Record<string, unknown> {
   return out;
 }
 
+/** Orders two stream ids ("ms-seq"): negative when a comes first. */
+export function compareStreamIds(a: string, b: string): number {
+  const [am = 0n, as = 0n] = a.split('-').map(BigInt);
+  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
+  return am !== bm ? (am < bm ? -1 : 1) : as === bs ? 0 : as < bs ? -1 : 1;
+}
+
 /**
  * Bounded memory without losing anything: trims only entries below the oldest one that is still
- * pending (delivered, not acknowledged) or not yet delivered. Returns the id trimmed below.
+ * pending (delivered, not acknowledged) or not yet delivered, and below those added in the last
+ * `keepMs` by Redis's clock (acknowledged orders kept to be stored again should the database lose
+ * them: consistency/lost-orders.ts). Returns the id trimmed below.
  */
-export async function trimAcknowledged(redis: RedisClient, stream: string): Promise<string> {
+export async function trimAcknowledged(redis: RedisClient, stream: string, keepMs = 0): Promise<string> {
   const [count, lowest] = (await redis.xpending(stream, CONSUMER_GROUP)) as [number, string | null, string | null, unknown];
   let minId: string;
   if (count > 0 && lowest) {
@@ -37,6 +46,11 @@ export async function trimAcknowledged(redis: RedisClient, stream: string): Prom
     const last = String(groups.find((g) => g.name === CONSUMER_GROUP)?.['last-delivered-id'] ?? '0-0');
     const [ms = '0', seq = '0'] = last.split('-');
     minId = `${ms}-${BigInt(seq) + 1n}`;
+  }
+  if (keepMs > 0) {
+    const [seconds] = await redis.time();
+    const kept = `${Number(seconds) * 1000 - keepMs}-0`;
+    if (compareStreamIds(kept, minId) < 0) minId = kept;
   }
   // "~" lets Redis drop whole internal nodes only: cheaper, and never more than asked.
   await redis.xtrim(stream, 'MINID', '~', minId);

@@ -17,6 +17,8 @@ export interface PipelineOptions {
   claimIdleMs: number;
   /** Deliveries after which an entry that still cannot be stored is failed. */
   maxDeliveries: number;
+  /** Acknowledged entries stay in the stream this long, for consistency/lost-orders.ts. */
+  restoreWindowMs: number;
 }
 
 export interface PipelineEvents {

@@ -35,4 +35,20 @@ describe('stream trimming', () => {
     for (const id of ids.slice(300)) assert.ok(left.includes(id), `undelivered entry ${id} kept`);
     assert.ok(left.length < 500, 'delivered and acknowledged entries trimmed');
   });
+
+  it('when acknowledged entries are younger than the window kept, then they stay, and older ones go', async () => {
+    const stream = `${prefix}:c`;
+    await redis.xgroup('CREATE', stream, CONSUMER_GROUP, '0', 'MKSTREAM');
+    const [seconds] = await redis.time();
+    const now = Number(seconds) * 1000;
+    // Ids by Redis's clock: 400 entries a minute old, then 100 of the last second.
+    const old = await Promise.all(Array.from({ length: 400 }, (_, i) => redis.xadd(stream, `${now - 60_000}-${i + 1}`, 'i', String(i))));
+    const young = await Promise.all(Array.from({ length: 100 }, (_, i) => redis.xadd(stream, `${now - 1_000}-${i + 1}`, 'i', String(i))));
+    await redis.xreadgroup('GROUP', CONSUMER_GROUP, 'c1', 'COUNT', 500, 'STREAMS', stream, '>');
+    await redis.xack(stream, CONSUMER_GROUP, ...old.map(String), ...young.map(String));
+    await trimAcknowledged(redis, stream, 30_000);
+    const left = (await redis.xrange(stream, '-', '+')).map(([id]) => id);
+    for (const id of young) assert.ok(left.includes(id!), `young entry ${id} kept`);
+    assert.ok(left.length < 500, `old entries trimmed (left ${left.length})`);
+  });
 });

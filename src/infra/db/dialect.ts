@@ -34,6 +34,13 @@ export interface SchemaTypes {
   textComparison(db: Kysely<unknown>, table: string, column: string, length: number, comparison: 'exact' | 'default'): Promise<void>;
 }
 
+export interface ServerIdentity {
+  /** Address, port and server id as the server itself reports them. */
+  server: string;
+  /** When it started (epoch ms, by its own clock). */
+  startedMs: number;
+}
+
 export interface QuantityChange {
   voucherId: string;
   userId: string;
@@ -49,6 +56,11 @@ export interface SqlDialect {
   readonly now: RawBuilder<Date>;
   /** The statement's clock plus `seconds` (negative: that long ago). */
   nowPlusSeconds(seconds: number): RawBuilder<Date>;
+  /**
+   * Which server answers and since when: another server, or the same one started again, may not
+   * hold every commit the last one acknowledged (a failover to a standby that lagged).
+   */
+  serverIdentity(db: Kysely<any>): Promise<ServerIdentity>;
   /** Milliseconds from `from` to `to`, fractional (a numeric string or a number: read with Number()). */
   msBetween(from: Expression<Date | null>, to: Expression<Date | null>): RawBuilder<number | string | null>;
   /** A text literal for the statements built by hand (infra/db/literals.ts). */
@@ -79,6 +91,14 @@ export const MYSQL: SqlDialect = {
   name: 'mysql',
   now: sql<Date>`now(3)`,
   nowPlusSeconds: (seconds) => sql<Date>`now(3) + interval ${seconds} second`,
+  async serverIdentity(db) {
+    // Uptime is in SHOW STATUS on MariaDB and MySQL alike (information_schema has it on MariaDB only).
+    const [{ rows: [server] }, { rows: [uptime] }] = await Promise.all([
+      sql<{ server: string; now_s: string }>`select concat(@@hostname, ':', @@port, ':', @@server_id) as server, unix_timestamp(now(3)) as now_s`.execute(db),
+      sql<{ Value: string }>`show global status like 'Uptime'`.execute(db),
+    ]);
+    return { server: server!.server, startedMs: Math.round((Number(server!.now_s) - Number(uptime!.Value)) * 1000) };
+  },
   msBetween: (from, to) => sql`timestampdiff(microsecond, ${from}, ${to}) / 1000`,
   text: (value) => escape(value), // the driver's own function
   addQuantityOnConflict: mysqlAddOnConflict('user_quantities', ['voucher_id', 'user_id'], 'quantity'),
@@ -115,6 +135,11 @@ export const POSTGRES: SqlDialect = {
   name: 'postgres',
   now: sql<Date>`statement_timestamp()`,
   nowPlusSeconds: (seconds) => sql<Date>`statement_timestamp() + make_interval(secs => ${seconds})`,
+  async serverIdentity(db) {
+    const { rows: [row] } = await sql<{ server: string; started_ms: string }>`select coalesce(host(inet_server_addr()), 'local') || ':' || current_setting('port') as server,
+      extract(epoch from pg_postmaster_start_time()) * 1000 as started_ms`.execute(db);
+    return { server: row!.server, startedMs: Math.round(Number(row!.started_ms)) };
+  },
   msBetween: (from, to) => sql`extract(epoch from (${to} - ${from})) * 1000`,
   // standard_conforming_strings (on since 9.1): only the quote is special. NUL cannot be stored.
   text: (value) => {

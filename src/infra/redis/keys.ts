@@ -103,6 +103,8 @@ export interface KeySpace {
   workerHighWater(workerId: number): string;
   /** String: a token written once and kept; when it is gone or changed, Redis lost its data (redis-watch.ts). */
   dataEpoch(): string;
+  /** String: JSON of the database server that last answered (consistency/lost-orders.ts). */
+  databaseServer(): string;
   /** Every key this prefix owns (for tests and `flush`). */
   pattern(): string;
 }
@@ -147,6 +149,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     workerLease: (w) => `${prefix}:{w${w}}:lease`,
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
     dataEpoch: () => `${prefix}:epoch`,
+    databaseServer: () => `${prefix}:db-server`,
     pattern: () => `${prefix}:*`,
   };
 }

@@ -91,6 +91,11 @@ export function isMalformed(e: OrderEntry | MalformedEntry): e is MalformedEntry
   return !('orderId' in e);
 }
 
+/** An entry's order as lib/admission.lua writes it (its id apart), and the promotion mark ("" or "|p"). */
+export function entryRecord(e: OrderEntry): { order: string; mark: string } {
+  return { order: `${e.voucherId}|${e.userId}|${e.quantity}|${e.createdAt.getTime()}`, mark: e.promoted ? `|${PROMOTED}` : '' };
+}
+
 /** The in-flight record an entry's order has (or should have). */
 export function inflightOfEntry(e: OrderEntry): InflightOrder {
   return { orderId: e.orderId, voucherId: e.voucherId.toString(), userId: e.userId, quantity: e.quantity, createdAt: e.createdAt, streamId: e.streamId, shard: e.shard, promoted: e.promoted };

@@ -1,8 +1,9 @@
 // Reconciliation and audit: inspect-3.lua reads the fixed-size part of a voucher segment's state
 // atomically (what grows with the sale is walked in steps: consistency/observe.ts); repair-2.lua,
-// redeliver-2.lua and adopt-3.lua correct what reconciliation confirmed (answers: lua/lib/reconcile.lua).
+// redeliver-2.lua and adopt-3.lua correct what reconciliation confirmed, restore-3.lua what the
+// database lost (consistency/lost-orders.ts) (answers: lua/lib/reconcile.lua).
 import type { KeySpace } from '../keys.js';
-import { type InflightOrder, inflightRecord } from '../records.js';
+import { entryRecord, type InflightOrder, inflightRecord, type OrderEntry } from '../records.js';
 import { inSteps, pairsOf } from '../walk.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
@@ -48,9 +49,11 @@ export interface ReconcileScripts {
   redeliver(order: InflightOrder): Promise<boolean>;
   /** Gives a not-yet-stored stream entry its lost in-flight record back. */
   adopt(order: InflightOrder): Promise<boolean>;
+  /** Admits again, as it was, an acknowledged order the database lost; false when it is in flight already. */
+  restore(order: OrderEntry): Promise<boolean>;
 }
 
-/** repair, redeliver and adopt answer SK_APPLIED when they changed something (lib/reconcile.lua). */
+/** repair, redeliver, adopt and restore answer SK_APPLIED when they changed something (lib/reconcile.lua). */
 const APPLIED = 1;
 /** inspect-3.lua's first value when the segment has no state (SK_ABSENT). */
 const ABSENT = 0;
@@ -60,6 +63,7 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
   const repair = scriptCall(calls, 'repair');
   const redeliver = scriptCall(calls, 'redeliver');
   const adopt = scriptCall(calls, 'adopt');
+  const restore = scriptCall(calls, 'restore');
   const shardKeys = (shard: number) => [keys.inflight(shard), keys.orders(shard)];
   return {
     async inspect(voucherId, shard = keys.shardOf(voucherId)) {
@@ -96,6 +100,11 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
     async adopt(order) {
       const voucherKey = keys.voucher(BigInt(order.voucherId), order.shard);
       return (await adopt(...shardKeys(order.shard), voucherKey, order.orderId, order.streamId, inflightRecord(order))) === APPLIED;
+    },
+    async restore(order) {
+      const voucherKey = keys.voucher(order.voucherId, order.shard);
+      const record = entryRecord(order);
+      return (await restore(...shardKeys(order.shard), voucherKey, order.orderId, record.order, record.mark)) === APPLIED;
     },
   };
 }
