@@ -79,8 +79,9 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_c
 # the cluster's own tests), whose database work is the one-server tests' own, the CLI's process
 # tests but the demo's, the pages in a browser, the webhook receiver's outage, the identity
 # provider's key rotation and the server's shutdown (their database work is the other files':
-# the routes, the outbox, the pipeline), and the fault campaign's cells (`npm run chaos` with
-# CHAOS_DATABASE_SERVER=postgres://… runs them there).
+# the routes, the outbox, the pipeline), the fault campaign's cells (`npm run chaos` with
+# CHAOS_DATABASE_SERVER=postgres://… runs them there), and the PostgreSQL failover tests (their
+# own primary and standby in every pass).
 declare -A not_on_postgres=()
 for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
@@ -91,7 +92,8 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.t
   test/infra/redis/stray-rejections.test.ts test/infra/redis/sentinel-reconnect.test.ts test/infra/redis/scripts/presence-script.test.ts \
   test/cli/cli.test.ts test/cli/serve-processes.test.ts test/cli/bench-cli.test.ts test/cli/bench-queue.test.ts test/client/client-schema.test.ts \
   test/web/docs.test.ts test/web/pages.test.ts test/web/store-external.test.ts test/web/store-lost.test.ts test/web/store-queue.test.ts \
-  test/webhooks/webhook-outage.test.ts test/auth/jwks-refetch.test.ts test/faults/shutdown.test.ts test/infra/redis/mutex.test.ts; do
+  test/webhooks/webhook-outage.test.ts test/auth/jwks-refetch.test.ts test/faults/shutdown.test.ts test/infra/redis/mutex.test.ts \
+  test/infra/db/postgres-pair.test.ts test/infra/db/database-failover.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1
 done

@@ -91,6 +91,7 @@ command('audit', 'check the invariants of one voucher on both stores (exit 1 whe
 
 command('reconcile', 'compare Redis with the database now and repair drift (every voucher, or one)', async () => (await import('./cli/reconcile.js')).reconcile)
   .option('--voucher <id>', 'only this voucher')
+  .option('--restore-lost', 'first admit again the acknowledged orders the database no longer holds (a failover the workers did not notice)')
   .option('--json', 'machine-readable report');
 
 program

@@ -15,6 +15,8 @@ export interface ProcessOptions {
   /** Added to this process's environment. */
   env?: Record<string, string>;
   cwd?: string;
+  /** Runs it as this user (the tests run as root, which some servers refuse: PostgreSQL). */
+  user?: { uid: number; gid: number };
 }
 
 export interface Finished {
@@ -31,7 +33,7 @@ export interface Finished {
  */
 export function run(command: string, args: string[], options: ProcessOptions & { timeoutMs?: number } = {}): Promise<Finished> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, ...options.user, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -77,7 +79,7 @@ export interface Running {
  * otherwise (e.g. 'ignore', or stderr inherited to show a worker's errors in the test output).
  */
 export function start(command: string, args: string[], options: ProcessOptions & { stdio?: StdioOptions } = {}): Running {
-  const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, stdio: options.stdio ?? 'pipe' });
+  const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, ...options.user, stdio: options.stdio ?? 'pipe' });
   const lines: string[] = [];
   for (const stream of [child.stdout, child.stderr]) {
     if (!stream) continue;

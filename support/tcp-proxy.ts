@@ -7,8 +7,8 @@ function forward([client, upstream]: [net.Socket, net.Socket]): void {
 }
 
 export class TcpProxy {
-  private readonly targetHost: string;
-  private readonly targetPort: number;
+  private targetHost: string;
+  private targetPort: number;
   private server: net.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
   /** Each connection's two sockets, for stall() and resume(). */
@@ -73,6 +73,16 @@ export class TcpProxy {
   resume(): void {
     this.silent = false;
     for (const pair of this.pairs) forward(pair);
+  }
+
+  /**
+   * Sends new connections to another server and drops the open ones, so that clients reconnect
+   * there (a failover behind a stable address).
+   */
+  retarget(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+    for (const s of this.sockets) s.destroy();
   }
 
   /** Accepts connections again, on the same port. */

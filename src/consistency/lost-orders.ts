@@ -22,6 +22,8 @@ const SAME_START_MS = 2_000;
 export interface LostOrders {
   /** Restores lost orders when the database server changed since the last check; the number restored. */
   check(): Promise<number>;
+  /** Admits again every kept acknowledged order the database does not hold, now; the number restored. */
+  restore(): Promise<number>;
   /** Kept acknowledged orders (of one voucher, or all) the database does not hold and nothing is storing. */
   missing(voucherId?: bigint): Promise<OrderEntry[]>;
 }
@@ -46,12 +48,11 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
     return found;
   };
 
-  const restoreMissing = async (from: ServerIdentity | null, to: ServerIdentity): Promise<number> => {
+  const restore = async (why: object = {}): Promise<number> => {
     const lost = await missing();
     let restored = 0;
     for (const order of lost) if (await scripts.restore(order)) restored += 1;
-    if (lost.length) log.error({ from, to, lost: lost.length, restored, first: lost[0]!.orderId }, 'the database lost acknowledged orders (another server answers); admitted again to be stored');
-    else log.warn({ from, to }, 'another database server answers; no acknowledged order is missing');
+    if (lost.length) log.error({ ...why, lost: lost.length, restored, first: lost[0]!.orderId }, 'the database lost acknowledged orders; admitted again to be stored');
     deps.onRestored?.(restored);
     return restored;
   };
@@ -64,8 +65,9 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
     let restored = 0;
     // Nothing recorded yet: a new installation, or Redis lost its data (and the streams with it).
     if (last) {
+      log.warn({ from: last, to: now }, 'another database server answers; looking for acknowledged orders it lacks');
       deps.onServerChange?.();
-      restored = await restoreMissing(last, now);
+      restored = await restore({ from: last, to: now });
     }
     // Recorded only once restored: a process that dies on the way leaves the next one to do it.
     await redis.set(keys.databaseServer(), JSON.stringify(now));
@@ -74,6 +76,7 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
 
   return {
     check: () => (checking ??= checkOnce().finally(() => (checking = null))),
+    restore: () => restore(),
     missing,
   };
 }
