@@ -106,16 +106,25 @@ async function redisServices({ config, log, redis, closer }: Pick<Core, 'config'
   return { keys, unitsBack, scripts, metrics, redisWatch, pubsub };
 }
 
-/** This process's id generator, leased on the first call and renewed at once after a data loss. */
+/**
+ * This process's id generator, leased on the first call and renewed at once after a data loss. A
+ * lease that could not be taken (Redis away for a moment) is tried again by the next call.
+ */
 function leasedIds({ config, log, closer, scripts, metrics, redisWatch }: Omit<Foundation, 'ids'>): Core['ids'] {
   let leased: Promise<LeasedIdGenerator> | null = null;
   return () => {
-    leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then((generator) => {
-      closer.add('worker-id lease', () => generator.close());
-      // Renew at once: until then a process starting now could lease the same worker id.
-      redisWatch.onDataLoss('worker-id lease', () => generator.renew());
-      return generator;
-    });
+    leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then(
+      (generator) => {
+        closer.add('worker-id lease', () => generator.close());
+        // Renew at once: until then a process starting now could lease the same worker id.
+        redisWatch.onDataLoss('worker-id lease', () => generator.renew());
+        return generator;
+      },
+      (err: unknown) => {
+        leased = null;
+        throw err;
+      },
+    );
     return leased;
   };
 }

@@ -4,12 +4,27 @@ import { Redis } from 'ioredis';
 import { decodeId, EPOCH_MS } from '../../src/ids/snowflake.js';
 import { LeasedIdGenerator } from '../../src/ids/worker-lease.js';
 import { createScripts } from '../../src/infra/redis/scripts/index.js';
-import { REDIS_URL, testRedis } from '../support/helpers.js';
+import { pino } from 'pino';
+import { createCore } from '../../src/composition/core.js';
+import { REDIS_URL, testConfig, testRedis } from '../support/helpers.js';
 import { waitFor } from '../../support/wait.js';
 
 const { redis, keys } = testRedis('lease');
 
 describe('leased worker ids', () => {
+  it('when Redis is away at the first lease, then a later call leases (the failure is not kept)', async (ctx) => {
+    // The core of a process that leases on its first id (an API leases at start).
+    const core = await createCore(testConfig('lease-retry'), pino({ level: 'silent' }));
+    ctx.after(() => core.close());
+    // Closed and reconnecting: meanwhile commands are refused (no offline queue).
+    const closed = new Promise((r) => core.redis.once('close', r));
+    core.redis.disconnect(true);
+    await closed;
+    await assert.rejects(core.ids());
+    await waitFor('Redis back', () => core.redis.status === 'ready');
+    assert.ok((await core.ids()).next() > 0n);
+  });
+
   it('when two generators run at once, then they hold different worker ids and never issue the same id', async () => {
     const scripts = createScripts(redis, keys);
     const a = await LeasedIdGenerator.start({ scripts, ttlMs: 10_000 });
