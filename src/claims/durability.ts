@@ -18,7 +18,7 @@ import type { Cluster } from 'ioredis';
 import { closeConnection, dedicatedConnection, dropConnection, nodeConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/client.js';
 import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
-import { loadScripts } from '../infra/redis/scripts/loader.js';
+import { loadScriptsByHash, ScriptReloaded } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';
 
 export type AdmitMany = AdmissionScripts['admitMany'];
@@ -90,9 +90,14 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
 
   const { admitReplicas: replicas, admitWaitTimeoutMs: timeoutMs } = config;
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
-  // WAIT written right after an admit call follows it on the wire.
+  // WAIT written right after an admit call follows it on the wire. The call is EVALSHA alone: a
+  // script sent again after NOSCRIPT would follow the WAIT, and be answered 202 unreplicated.
   const confirmed = (conn: RedisClient, admitOn: AdmitMany): AdmitMany => async (voucherId, claims, options) => {
-    const [results, acks] = await Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
+    const admitThenWait = () => Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
+    const [results, acks] = await admitThenWait().catch((err: unknown) => {
+      if (err instanceof ScriptReloaded) return admitThenWait();
+      throw err;
+    });
     // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
     // it needs the replicas too (this call's own writes, a token taken at least, come after it).
     if (acks >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;
@@ -105,7 +110,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
   onClose('admissions connection', () => closeConnection(conn));
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
-  return confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany);
+  return confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitMany);
 }
 
 /**
@@ -127,7 +132,7 @@ function perMasterAdmissions(
       const conn = nodeConnection(cluster, node, 'seckill-admissions');
       onClose(`admissions connection to ${node}`, () => closeConnection(conn));
       // A master that does not answer within a command's deadline is not waited for longer: 503.
-      admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScripts(conn), keys).admitMany));
+      admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitMany));
       masters.set(node, admit);
       admit.catch(() => {
         if (masters.get(node) === admit) masters.delete(node); // the next call makes a new one

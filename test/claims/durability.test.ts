@@ -42,6 +42,7 @@ describe('admission durability', () => {
     await waitFor('the master to notice its replica gone', async () => /connected_slaves:0/.test(await admin.info('replication')), 10_000);
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await claim(t, v.id, 9, { idempotencyKey: 'k' });
+      console.log('BODY', res.statusCode, res.body);
       assert.equal(res.statusCode, 503, res.body);
       assert.equal(res.json().code, 'UNAVAILABLE');
       assert.ok(Number(res.headers['retry-after']) >= 1);
@@ -53,5 +54,35 @@ describe('admission durability', () => {
     // An operator lowering the bar lets the master write again (the test's cleanup deletes its keys).
     await admin.config('SET', 'min-replicas-to-write', '0');
     await admin.quit();
+  });
+
+  it('when ADMIT_DURABILITY=replica and the script cache was flushed, then the WAIT that confirms an admission follows the script that made it', async (ctx) => {
+    const redis = await startReplicatedRedis({ minReplicas: 1 });
+    const t = await startTestApp(ctx, 'noscript', { REDIS_URL: redis.url, ADMIT_DURABILITY: 'replica' });
+    ctx.after(() => redis.stop());
+    const v = await createVoucher(t, { stock: 5 });
+    assert.equal((await claim(t, v.id, 1)).statusCode, 202);
+    const admin = new Redis(redis.url);
+    const clients = String(await admin.client('LIST'));
+    const admissions = /addr=(\S+) .*name=seckill-admissions/.exec(clients)?.[1];
+    assert.ok(admissions, clients);
+    // What the admissions connection sends, in the order the server runs it.
+    const monitor = await admin.monitor();
+    const sent: string[] = [];
+    const lastScript = () => sent.map((c) => c.startsWith('eval')).lastIndexOf(true);
+    monitor.on('monitor', (_time: string, args: string[], source: string) => source === admissions && sent.push(args[0]!.toLowerCase()));
+    try {
+      const flusher = new Redis(redis.url);
+      await flusher.script('FLUSH');
+      await flusher.quit();
+      assert.equal((await claim(t, v.id, 2)).statusCode, 202);
+      await waitFor('the WAIT after the admission seen', () => sent.lastIndexOf('wait') > lastScript(), 2_000).catch(() => undefined);
+    } finally {
+      monitor.disconnect();
+      await admin.quit();
+    }
+    // NOSCRIPT: the script is sent again, and a WAIT after it (ioredis' own fallback sends it after the WAIT).
+    assert.ok(sent.indexOf('evalsha') < lastScript(), `the script was called again after NOSCRIPT: ${sent.join(' ')}`);
+    assert.ok(sent.lastIndexOf('wait') > lastScript(), `a WAIT follows the admission: ${sent.join(' ')}`);
   });
 });

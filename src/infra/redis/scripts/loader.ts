@@ -5,6 +5,7 @@
 // The sources are read and resolved once per process; ioredis' defineCommand then sends EVALSHA
 // and falls back to EVAL when the server answers NOSCRIPT (script cache flushed, failover to a
 // replica that never saw the script).
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RedisClient } from '../client.js';
@@ -55,6 +56,33 @@ export function loadScripts(redis: RedisClient): ScriptCalls {
     calls[name] = (redis as unknown as Record<string, ScriptCall>)[command]!.bind(redis);
   }
   return calls;
+}
+
+/** A script call the server did not know (NOSCRIPT): nothing ran, and the script is loaded now. */
+export class ScriptReloaded extends Error {}
+
+/**
+ * A call per script name by EVALSHA alone, for a connection whose next command must follow the
+ * script on the wire (the WAIT after an admission): ioredis' own fallback would send the script
+ * again after that command. A server without the script (cache flushed, a replica promoted that
+ * never saw it) gets it loaded, and the call fails with ScriptReloaded for the caller to repeat.
+ */
+export function loadScriptsByHash(redis: RedisClient): ScriptCalls {
+  return Object.fromEntries(
+    scriptSources().map(({ name, numberOfKeys, lua }) => {
+      const sha = createHash('sha1').update(lua).digest('hex');
+      const call: ScriptCall = async (...args) => {
+        try {
+          return await redis.evalsha(sha, ...(numberOfKeys === undefined ? args : [numberOfKeys, ...args]) as [number, ...(string | number)[]]);
+        } catch (err) {
+          if (!(err as Error).message.startsWith('NOSCRIPT')) throw err;
+          await redis.script('LOAD', lua);
+          throw new ScriptReloaded(`script ${name} was not on the server; loaded again`);
+        }
+      };
+      return [name, call];
+    }),
+  );
 }
 
 /** The call of one script; a missing file fails at start-up, not at the first call. */
