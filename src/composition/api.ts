@@ -8,7 +8,6 @@ import { createTokenService, type TokenService } from '../auth/tokens.js';
 import { batchAdmissions } from '../claims/admission-batch.js';
 import { createClaimTokens, type ClaimTokens } from '../claims/claim-tokens.js';
 import { claimersByKind } from '../claims/claimers.js';
-import { durableAdmitMany } from '../claims/durability.js';
 import { claimRateLimits, rateLimitedSqlClaims } from '../claims/rate-limits.js';
 import { claimSeckillUseCase } from '../claims/seckill-claimer.js';
 import { createSoldOutCache } from '../claims/sold-out-cache.js';
@@ -65,7 +64,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   // One count of open event streams for every feed of this process.
   const streamSlots = createStreamSlots({ perUser: config.sseMaxPerUser, total: config.sseMaxStreams });
   metrics.watchOpenStreams(() => streamSlots.inUse());
-  const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => core.closer.add(name, close) });
+  const admitMany = await core.admitMany();
 
   const appDeps: AppDeps = {
     logger: log,

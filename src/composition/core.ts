@@ -6,6 +6,7 @@ import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
+import { type AdmitMany, durableAdmitMany } from '../claims/durability.js';
 import { createLostOrders, type LostOrders } from '../consistency/lost-orders.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { createVoucherVerifier } from '../consistency/verification.js';
@@ -67,6 +68,11 @@ export interface Core {
   verifier: VoucherVerifier;
   /** This process's id generator, leased on the first call. */
   ids(): Promise<IdGenerator>;
+  /**
+   * The admit call that keeps ADMIT_DURABILITY's promise, for claims and the queue's draw alike:
+   * checked and connected on the first call, once per process.
+   */
+  admitMany(): Promise<AdmitMany>;
   audit(voucherId: bigint, options?: AuditOptions): Promise<VoucherAudit | null>;
   /** Cleanup steps of everything built on the core; run by close(), last added first. */
   closer: Closer;
@@ -107,26 +113,27 @@ async function redisServices({ config, log, redis, closer }: Pick<Core, 'config'
 }
 
 /**
- * This process's id generator, leased on the first call and renewed at once after a data loss. A
- * lease that could not be taken (Redis away for a moment) is tried again by the next call.
+ * `make` run on the first call, its result shared by every later one; a failure (Redis away for a
+ * moment) is not kept: the next call tries again.
  */
+function onFirstUse<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | null = null;
+  return () =>
+    (made ??= make().catch((err: unknown) => {
+      made = null;
+      throw err;
+    }));
+}
+
+/** This process's id generator, leased on the first call and renewed at once after a data loss. */
 function leasedIds({ config, log, closer, scripts, metrics, redisWatch }: Omit<Foundation, 'ids'>): Core['ids'] {
-  let leased: Promise<LeasedIdGenerator> | null = null;
-  return () => {
-    leased ??= LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() }).then(
-      (generator) => {
-        closer.add('worker-id lease', () => generator.close());
-        // Renew at once: until then a process starting now could lease the same worker id.
-        redisWatch.onDataLoss('worker-id lease', () => generator.renew());
-        return generator;
-      },
-      (err: unknown) => {
-        leased = null;
-        throw err;
-      },
-    );
-    return leased;
-  };
+  return onFirstUse(async () => {
+    const generator = await LeasedIdGenerator.start({ scripts, ttlMs: config.workerLeaseTtlMs, log, onClockBackwards: () => metrics.clockBackwards.inc() });
+    closer.add('worker-id lease', () => generator.close());
+    // Renew at once: until then a process starting now could lease the same worker id.
+    redisWatch.onDataLoss('worker-id lease', () => generator.renew());
+    return generator;
+  });
 }
 
 /** Vouchers, in-flight orders, the event outbox and the queues. */
@@ -199,6 +206,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       ...foundation,
       ...stores,
       ...repairs,
+      admitMany: onFirstUse(() => durableAdmitMany({ config, redis, keys: foundation.keys, scripts: foundation.scripts, log, onClose: (name, close) => closer.add(name, close) })),
       audit: (voucherId, auditOptions) => auditVoucher(auditDeps, voucherId, auditOptions),
       close: () => closer.close(),
     };

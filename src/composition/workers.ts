@@ -14,7 +14,6 @@ import { allShards } from '../infra/redis/keys.js';
 import { OrderPipeline } from '../pipeline/consumer.js';
 import { PollLoop } from '../poll-loop.js';
 import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js';
-import { durableAdmitMany } from '../claims/durability.js';
 import { createDraw } from '../queue/draw.js';
 import { QueueRunner } from '../queue/runner.js';
 import type { Closer } from './closer.js';
@@ -103,9 +102,9 @@ async function startReconcileSchedule({ config, log, redis, reconciler, redisWat
 }
 
 async function startQueueRunner(core: Core): Promise<QueueRunner> {
-  const { config, log, redis, keys, scripts, metrics, pubsub, closer } = core;
+  const { log, redis, keys, scripts, metrics, pubsub } = core;
   // The draw's admissions keep ADMIT_DURABILITY's promise, as claims do.
-  const admitMany = await durableAdmitMany({ config, redis, keys, scripts, log, onClose: (name, close) => closer.add(name, close) });
+  const admitMany = await core.admitMany();
   const draw = createDraw({
     redis, keys, scripts, admitMany, pubsub, ids: core.ids,
     repository: core.queueRepository, redisState: core.redisState, verifier: core.verifier, queue: core.queue,
