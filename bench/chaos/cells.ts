@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { settings } from '../../src/config.js';
 import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { ROOT } from '../../support/processes.js';
+import { startPostgresPair } from '../../support/private-postgres.js';
 import { startPrivateRedis, startReplicatedRedis } from '../../support/private-redis.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 import { waitFor } from '../../support/wait.js';
@@ -189,6 +190,52 @@ const databaseSilent: Fault = {
   },
 };
 
+/** How long the standby is left behind before its primary dies. */
+const STANDBY_BEHIND_MS = 2_000;
+
+/**
+ * A PostgreSQL primary with an asynchronous standby, behind a proxy the engine knows as its
+ * database: the standby stops receiving WAL (a slow link, a standby under load), the primary is
+ * SIGKILLed 2 s later, the standby promoted and the proxy pointed at it (what a failover manager
+ * does). What the primary committed in those 2 s is gone from the database; every acknowledged
+ * order must be stored again all the same.
+ */
+const databasePrimaryKill: Fault = {
+  name: 'db-primary-kill',
+  about: 'the PostgreSQL primary SIGKILLed with its asynchronous standby 2 s behind; the standby promoted and the proxy switched to it',
+  holdMs: STANDBY_BEHIND_MS,
+  promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
+  async stage(mode) {
+    const redis = await redisFor(mode);
+    const pair = await startPostgresPair().catch(async (err: unknown) => {
+      await redis.stop();
+      throw err;
+    });
+    let lagBytes = 0;
+    let failoverMs: number | null = null;
+    return {
+      env: { REDIS_URL: redis.url, CHAOS_DATABASE_SERVER: pair.url.replace(/\/postgres$/, '') },
+      redisUrl: async () => redis.url,
+      inject: async () => pair.pauseReplication(),
+      async heal() {
+        lagBytes = await pair.lagBytes();
+        failoverMs = await pair.failover();
+      },
+      async notes(origins) {
+        // Each API process runs workers; the one that noticed the failover first stored the loss again.
+        const counted = await Promise.all(origins.map(async (o) => /^seckill_orders_restored_total (\d+)/m.exec(await (await request(`${o}/metrics`)).body.text())?.[1]));
+        const restored = counted.reduce((n, c) => n + Number(c ?? 0), 0);
+        return [`standby ${(lagBytes / 1024).toFixed(0)} KiB behind at the kill`, `failover ${Math.round(failoverMs ?? 0)} ms`, `${restored} lost orders stored again`];
+      },
+      failoverMs: () => failoverMs,
+      stop: async () => {
+        await pair.stop();
+        await redis.stop();
+      },
+    };
+  },
+};
+
 /** One of two API processes has its wall clock set 5 s back mid-sale (libfaketime; its monotonic clock is left alone). */
 const clockBack: Fault = {
   name: 'clock-back',
@@ -227,6 +274,7 @@ export const FAULTS: readonly Fault[] = [
   sentinelFault('kill-all', 'every Redis process (master, replicas, sentinels) killed -9 at once, started again 3 s later', 3_000, 'kill-all'),
   clusterPartition,
   databaseSilent,
+  databasePrimaryKill,
   clockBack,
 ];
 

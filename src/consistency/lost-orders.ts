@@ -13,6 +13,7 @@ import type { RedisClient } from '../infra/redis/client.js';
 import { allShards, type KeySpace } from '../infra/redis/keys.js';
 import { isMalformed, type OrderEntry, parseEntry, type RawEntry } from '../infra/redis/records.js';
 import type { ReconcileScripts } from '../infra/redis/scripts/reconcile.js';
+import { RefreshSafeMutex } from '../infra/redis/mutex.js';
 import { inSteps, REDIS_STEP } from '../infra/redis/walk.js';
 import { inChunks } from './in-chunks.js';
 
@@ -57,21 +58,37 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
     return restored;
   };
 
+  const lastServer = async () => {
+    const kept = await redis.get(keys.databaseServer());
+    return kept ? (JSON.parse(kept) as ServerIdentity) : null;
+  };
+
+  /** Restores what the new server lacks, once across processes: the others wait, then find it recorded. */
+  const afterChange = async (now: ServerIdentity): Promise<number> => {
+    const mutex = new RefreshSafeMutex(redis, keys.databaseServerLock(), { lockTimeout: 10_000, acquireTimeout: 60_000 });
+    await mutex.acquire();
+    try {
+      const last = await lastServer();
+      if (last && sameServer(last, now)) return 0;
+      let restored = 0;
+      // Nothing recorded yet: a new installation, or Redis lost its data (and the streams with it).
+      if (last) {
+        log.warn({ from: last, to: now }, 'another database server answers; looking for acknowledged orders it lacks');
+        deps.onServerChange?.();
+        restored = await restore({ from: last, to: now });
+      }
+      // Recorded only once restored: a process that dies on the way leaves the next one to do it.
+      await redis.set(keys.databaseServer(), JSON.stringify(now));
+      return restored;
+    } finally {
+      await mutex.release().catch(() => undefined);
+    }
+  };
+
   const checkOnce = async (): Promise<number> => {
     const now = await dialectOf(db).serverIdentity(db);
-    const kept = await redis.get(keys.databaseServer());
-    const last = kept ? (JSON.parse(kept) as ServerIdentity) : null;
-    if (last && sameServer(last, now)) return 0;
-    let restored = 0;
-    // Nothing recorded yet: a new installation, or Redis lost its data (and the streams with it).
-    if (last) {
-      log.warn({ from: last, to: now }, 'another database server answers; looking for acknowledged orders it lacks');
-      deps.onServerChange?.();
-      restored = await restore({ from: last, to: now });
-    }
-    // Recorded only once restored: a process that dies on the way leaves the next one to do it.
-    await redis.set(keys.databaseServer(), JSON.stringify(now));
-    return restored;
+    const last = await lastServer();
+    return last && sameServer(last, now) ? 0 : afterChange(now);
   };
 
   return {

@@ -105,6 +105,8 @@ export interface KeySpace {
   dataEpoch(): string;
   /** String: JSON of the database server that last answered (consistency/lost-orders.ts). */
   databaseServer(): string;
+  /** Lock of the one process that restores what a new database server lacks. */
+  databaseServerLock(): string;
   /** Every key this prefix owns (for tests and `flush`). */
   pattern(): string;
 }
@@ -150,6 +152,7 @@ export function createKeySpace(prefix: string, shards: number): KeySpace {
     workerHighWater: (w) => `${prefix}:{w${w}}:hwm`,
     dataEpoch: () => `${prefix}:epoch`,
     databaseServer: () => `${prefix}:db-server`,
+    databaseServerLock: () => `${prefix}:db-server-lock`,
     pattern: () => `${prefix}:*`,
   };
 }
