@@ -160,7 +160,7 @@ type Stores = ReturnType<typeof storeServices>;
 function repairServices(base: Foundation & Stores) {
   const { config, log, db, redis, keys, scripts, metrics, unitsBack, pubsub, redisWatch, ids, directory, redisState, moves, eventOutbox, queue } = base;
   const releaseRelay = createReleaseRelay({
-    db, keys, scripts, ids, directory, redisState, moves, pubsub,
+    db, redis, keys, scripts, ids, directory, redisState, moves, pubsub,
     onQueuePromotions: async (voucher, promotions) => {
       metrics.queueAdmissions.inc({ by: 'promoted' }, promotions.length);
       await queue.announceAdmitted(voucher, promotions);
@@ -182,7 +182,7 @@ function repairServices(base: Foundation & Stores) {
     onRepair: (kind) => metrics.repairs.inc({ kind }),
     onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
   });
-  const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log });
+  const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log, onVerified: (voucher) => releaseRelay.promoteWaiting(voucher) });
   // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
   redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
   return { releaseRelay, releases, lostOrders, reconciler, verifier };

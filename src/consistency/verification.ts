@@ -38,9 +38,11 @@ export interface VerifierDeps {
   reconciler: Pick<Reconciler, 'reconcileVoucher'>;
   directory: VoucherDirectory;
   log: Logger;
+  /** Once a voucher is verified: what waited for it (promotions of the units given back meanwhile). */
+  onVerified?(voucher: Voucher): Promise<unknown>;
 }
 
-export function createVoucherVerifier({ db, keys, scripts, reconciler, directory, log }: VerifierDeps): VoucherVerifier {
+export function createVoucherVerifier({ db, keys, scripts, reconciler, directory, log, onVerified }: VerifierDeps): VoucherVerifier {
   const running = new Map<bigint, Promise<boolean>>();
 
   async function attempt(voucher: Voucher, shards: number[]): Promise<boolean> {
@@ -53,6 +55,8 @@ export function createVoucherVerifier({ db, keys, scripts, reconciler, directory
     if (!stamped.every(Boolean)) return false;
     const repaired = report.drift.filter((d) => d.repaired).map((d) => d.kind);
     log.warn({ voucherId: voucher.id.toString(), master: masters[0]!.master, repaired }, 'voucher state verified against the database on a new Redis master; admissions resume');
+    // Claims may take a unit in the moment before; the waiting buyers have the rest.
+    await onVerified?.(voucher).catch((err: unknown) => log.warn({ err, voucherId: voucher.id.toString() }, 'after verifying a voucher, promoting its waiting buyers failed; the next release promotes them'));
     return true;
   }
 

@@ -17,8 +17,9 @@ import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { Voucher } from '../vouchers/voucher.js';
 import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { KeySpace } from '../infra/redis/keys.js';
+import type { RedisClient } from '../infra/redis/client.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
-import { homeShard } from '../vouchers/segments.js';
+import { homeShard, segmentShards } from '../vouchers/segments.js';
 
 const ROWS_PER_TRANSACTION = 200;
 
@@ -31,6 +32,7 @@ export interface ReleaseRelayDeps {
   redisState: VoucherRedisState;
   moves: SegmentMoves;
   keys: KeySpace;
+  redis: RedisClient;
   pubsub: OrderPubSub;
   /** Told of a queue voucher's promotions after they were published (its buyers' queue events). */
   onQueuePromotions?(voucher: Voucher, promotions: Promotion[]): Promise<void>;
@@ -39,6 +41,11 @@ export interface ReleaseRelayDeps {
 export interface ReleaseRelay {
   /** Relays every outbox row not held by another relay; returns how many it relayed. */
   drain(): Promise<number>;
+  /**
+   * Promotes waiting buyers for the units a voucher has on sale: after its verification on a new
+   * master, for what was given back meanwhile (restock-8.lua promotes nobody on unverified state).
+   */
+  promoteWaiting(voucher: Voucher): Promise<number>;
 }
 
 interface OutboxRow {
@@ -51,7 +58,7 @@ interface OutboxRow {
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
+  const { db, redis, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.getStored(BigInt(row.voucher_id));
     if (!voucher) return [];
@@ -111,12 +118,32 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
         for (const list of await Promise.all(rows.map(giveBack))) promotions.push(...list);
         await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
       });
-    await events.publish(promotions.map(promotedEvent));
-    if (onQueuePromotions) await tellQueues(onQueuePromotions, promotions);
+    await announce(promotions);
     return rows.length;
   }
 
+  async function announce(promotions: (Promotion & { voucherId: string })[]): Promise<void> {
+    await events.publish(promotions.map(promotedEvent));
+    if (onQueuePromotions) await tellQueues(onQueuePromotions, promotions);
+  }
+
   return {
+    async promoteWaiting(voucher) {
+      if (!voucher.waitlist && !voucher.queue) return 0;
+      const promotions: (Promotion & { voucherId: string })[] = [];
+      for (const shard of segmentShards(voucher, keys)) {
+        // Each promotion takes at least one unit: no more ids than waiting buyers or units.
+        const [waiting, stock] = await Promise.all([redis.zcard(keys.waitlist(voucher.id, shard)), redis.hget(keys.voucher(voucher.id, shard), 'stock')]);
+        const count = Math.min(waiting, Number(stock ?? 0));
+        if (count <= 0) continue;
+        const generator = await ids();
+        const promotionIds = Array.from({ length: count }, () => generator.next());
+        const result = await scripts.restock({ voucherId: voucher.id, shard, orderId: '', userId: '', quantity: 0, promotionIds, queue: voucher.queue !== null });
+        if (result.kind === 'restocked') promotions.push(...result.promotions.map((p) => ({ ...p, voucherId: voucher.id.toString() })));
+      }
+      await announce(promotions);
+      return promotions.length;
+    },
     async drain() {
       let total = 0;
       let n: number;

@@ -32,7 +32,7 @@ const eventOf = (status: ReleaseStatus) => (o: LockedOrder) => ({
 
 export interface ReleasesDeps {
   db: Db;
-  releaseRelay: ReleaseRelay;
+  releaseRelay: Pick<ReleaseRelay, 'drain'>;
   pubsub: OrderPubSub;
   log: Logger;
   /** The order-event outbox: the expired / cancelled events commit with the release. */

@@ -77,4 +77,21 @@ describe('waitlist', () => {
     assert.equal((await position(v.id, 2)).statusCode, 404);
     assert.equal(await t.c.redis.exists(t.c.keys.waitlist(BigInt(v.id))), 0);
   });
+
+  it('when a unit comes back while the state is not verified on a new Redis master, then the waiting buyer is promoted only once it is', async () => {
+    const v = await createVoucher(t, { stock: 1, perUserLimit: 1, waitlist: true });
+    const bought = await claim(t, v.id, 21);
+    assert.equal((await claim(t, v.id, 22)).json().waitlisted, true);
+    await waitForDrain(t.c, v.id);
+    // As after a failover: the state was verified on another master than the one holding it now.
+    await t.c.redis.hset(t.c.keys.voucher(BigInt(v.id)), 'verifiedOn', 'another-master');
+    assert.equal((await orderAction(t, 'cancel', bought.json().orderId, 21)).statusCode, 200);
+    await waitFor('the unit back in Redis', async () => (await t.c.redis.hget(t.c.keys.voucher(BigInt(v.id)), 'stock')) === '1');
+    assert.equal((await position(v.id, 22)).json().position, 1, 'still waiting: nobody is admitted on unverified state');
+
+    assert.equal(await t.c.verifier.verify((await t.c.directory.getStored(BigInt(v.id)))!), true);
+    const promoted = await waitFor('the waiting buyer promoted and stored', async () => (await activeOrders(v.id)).find((o) => o.user_id === '22'));
+    await waitForDrain(t.c, v.id);
+    await assertInvariants(t.c, v.id, [bought.json().orderId, promoted.id]);
+  });
 });

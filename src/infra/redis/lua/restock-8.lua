@@ -14,10 +14,13 @@
 -- Returns {RESTOCKED, orderId1, userId1, quantity1, ...} for the promotions made,
 --   {GIVEN_BACK_BEFORE} when this order was given back before, {MISSING} when the voucher's state
 --   is missing (warm it: the database already has the units back, and warming marks the order as
---   given back). RestockCode in scripts/voucher-state.ts has the same numbers.
+--   given back), {UNVERIFIED} when the units were given back but nobody promoted: the state is not
+--   verified on this master yet (lib/master.lua), and its verification promotes them. RestockCode
+--   in scripts/voucher-state.ts has the same numbers.
 --! include lib/time.lua
 --! include lib/admission.lua
-local RESTOCKED, GIVEN_BACK_BEFORE, MISSING = 0, 1, 2
+--! include lib/master.lua
+local RESTOCKED, GIVEN_BACK_BEFORE, MISSING, UNVERIFIED = 0, 1, 2, 3
 local segment = {voucher = KEYS[1], buyers = KEYS[2], inflight = KEYS[3], stream = KEYS[4]}
 local waitlistKey, wantedKey, releasedKey, queueAdmittedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local voucherId, releasedId, releasedUser, releasedQuantity = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -38,6 +41,8 @@ end
 
 local out = {RESTOCKED}
 if voucher.waitCap == 0 or #ARGV < FIRST_PROMOTION_ID then return out end
+-- A promotion is an admission: like a claim, it waits for the state to be verified on this master.
+if voucher.verifiedOn ~= sk_master() then return {UNVERIFIED} end
 local now = sk_now()
 if sk_check(voucher, stock, 0, 0, now) ~= SK_CODE.ADMITTED then return out end -- outside the sale window: no promotions
 

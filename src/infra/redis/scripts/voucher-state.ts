@@ -42,10 +42,11 @@ export interface Promotion {
 }
 
 /** restock-8.lua's first value, named as there. */
-const RestockCode = { RESTOCKED: 0, GIVEN_BACK_BEFORE: 1, MISSING: 2 } as const;
+const RestockCode = { RESTOCKED: 0, GIVEN_BACK_BEFORE: 1, MISSING: 2, UNVERIFIED: 3 } as const;
 
 export type RestockResult =
-  | { kind: 'restocked'; promotions: Promotion[] }
+  /** `unverified`: nobody was promoted, the state is not verified on this master (its verification promotes). */
+  | { kind: 'restocked'; promotions: Promotion[]; unverified?: true }
   /** Given back before (the order is marked in the released hash). */
   | { kind: 'already' }
   /** The voucher's state is missing: warm it (warming marks the database's releases as given back). */
@@ -91,6 +92,7 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
       )) as (number | string)[];
       if (reply[0] === RestockCode.GIVEN_BACK_BEFORE) return { kind: 'already' };
       if (reply[0] === RestockCode.MISSING) return { kind: 'missing' };
+      if (reply[0] === RestockCode.UNVERIFIED) return { kind: 'restocked', promotions: [], unverified: true };
       // After the code, three values per promotion: orderId, userId, quantity.
       const promotions: Promotion[] = [];
       for (let i = 1; i + 2 < reply.length; i += 3) {
