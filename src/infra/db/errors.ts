@@ -19,6 +19,7 @@ const MYSQL_ERRORS: Record<string, Kind> = {
   ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION: 'unreachable',
   ER_ACCESS_DENIED_ERROR: 'unreachable',
   ER_BAD_DB_ERROR: 'unreachable',
+  ER_UNKNOWN_COM_ERROR: 'unreachable', // Galera: "WSREP has not yet prepared node for application use" (a node out of the primary component)
   ER_LOCK_DEADLOCK: 'conflict',
   ER_LOCK_WAIT_TIMEOUT: 'conflict',
   ER_QUERY_INTERRUPTED: 'conflict',
