@@ -26,8 +26,9 @@ fi
 [[ node_modules/.package-lock.json -nt package-lock.json ]] || npm ci --no-audit --no-fund
 step "dependencies"
 # `node` is the Node 24 the lock file pins (node_modules/.bin/node, from the registry's binary
-# package) where that package installs (Linux x64), else the machine's own.
-export PATH="$PWD/node_modules/.bin:$PATH"
+# package) where that package installs (Linux x64), else the machine's own; TEST_NODE_BIN (a bin
+# folder, scripts/test-node.sh) puts another line first.
+export PATH="${TEST_NODE_BIN:+$TEST_NODE_BIN:}$PWD/node_modules/.bin:$PATH"
 # V8's compiled code of every module kept between processes: each test file and every command it
 # spawns loads the same few hundred modules (a third less CPU to load the server's).
 export NODE_COMPILE_CACHE="$PWD/node_modules/.cache/node-compile"
