@@ -136,7 +136,7 @@ export async function auditVoucher(deps: AuditDeps, voucherId: bigint, { admitte
   const stuck = pending.filter((o) => !stored.has(o.orderId) && Date.now() - o.createdAt.getTime() > STUCK_INFLIGHT_MS);
   if (stuck.length) i3.push(`${stuck.length} admitted order(s) in flight for over ${STUCK_INFLIGHT_MS / 1000} s, not stored (first: ${stuck[0]!.orderId})`);
   // Stored once, acknowledged, and gone: the workers store them again when they notice the database changed.
-  const lost = (await deps.lostOrders?.missing(voucherId)) ?? [];
+  const lost = (await deps.lostOrders?.missing(voucherId, shards)) ?? [];
   if (lost.length) i3.push(`${lost.length} acknowledged order(s) no longer in the database (lost in a failover?), not stored again yet (first: ${lost[0]!.orderId})`);
 
   const i4: string[] = [];

@@ -25,8 +25,8 @@ export interface LostOrders {
   check(): Promise<number>;
   /** Admits again every kept acknowledged order the database does not hold, now; the number restored. */
   restore(): Promise<number>;
-  /** Kept acknowledged orders (of one voucher, or all) the database does not hold and nothing is storing. */
-  missing(voucherId?: bigint): Promise<OrderEntry[]>;
+  /** Kept acknowledged orders (of one voucher and its segments' shards, or all) the database does not hold and nothing is storing. */
+  missing(voucherId?: bigint, shards?: number[]): Promise<OrderEntry[]>;
 }
 
 export interface LostOrdersDeps {
@@ -43,9 +43,9 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
   const { db, redis, keys, scripts, log } = deps;
   let checking: Promise<number> | null = null;
 
-  const missing = async (voucherId?: bigint): Promise<OrderEntry[]> => {
+  const missing = async (voucherId?: bigint, shards = allShards(keys)): Promise<OrderEntry[]> => {
     const found: OrderEntry[] = [];
-    for (const shard of allShards(keys)) found.push(...(await missingOfShard(deps, shard, voucherId)));
+    for (const shard of shards) found.push(...(await missingOfShard(deps, shard, voucherId)));
     return found;
   };
 
