@@ -20,13 +20,16 @@ export type Base = (typeof BASES)[number];
  *               `seckill serve` runs with API_PROCESSES=2; the only knob `bare` takes too
  *   console     an operator watches the sale: the console's live stream of the voucher
  *               (GET /api/vouchers/:id/live, one snapshot a second) is open for the whole scenario
+ *   node20, node26  the server child on Node 20 or 26 (the registry's binary package,
+ *               bench/support/node-lines.ts) instead of the Node running the driver (24): the
+ *               same work on each supported line and on the one before; `bare` takes them too
  * and what a 202 guarantees (ADMIT_DURABILITY), each on a Redis of the scenario's own
  * (scripts/redis-topology.sh), so that the three compare like with like:
  *   private     ADMIT_DURABILITY=memory on a redis-server without persistence (the reference)
  *   fsync       ADMIT_DURABILITY=fsync on a redis-server with appendonly yes, appendfsync always
  *   replica     ADMIT_DURABILITY=replica on a master with one replica (WAIT 1 after each admit call)
  */
-export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'console', 'private', 'fsync', 'replica'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'console', 'private', 'fsync', 'replica', 'node20', 'node26'] as const;
 export type Knob = (typeof KNOBS)[number];
 
 /** Processes of a `+cluster` server: one per core of this 2-core machine. */
@@ -40,6 +43,12 @@ export const DURABILITY_KNOBS = {
 } as const satisfies Partial<Record<Knob, { topology: string[]; durability: string }>>;
 
 export type DurabilityKnob = keyof typeof DURABILITY_KNOBS;
+
+/** The Node line a scenario's server runs on: its node knob's, else the driver's own. */
+export const nodeLineOf = (s: Scenario): number | undefined => {
+  const knob = s.knobs.find((k) => k.startsWith('node'));
+  return knob ? Number(knob.slice('node'.length)) : undefined;
+};
 
 export const durabilityKnobOf = (s: Scenario): DurabilityKnob | undefined =>
   s.knobs.find((k): k is DurabilityKnob => k in DURABILITY_KNOBS);
@@ -55,7 +64,7 @@ export function parseScenario(label: string): Scenario {
   const [base = '', ...knobs] = label.split('+');
   if (!(BASES as readonly string[]).includes(base)) throw new Error(`unknown scenario "${base}" (one of ${BASES.join(', ')})`);
   for (const k of knobs) if (!(KNOBS as readonly string[]).includes(k)) throw new Error(`unknown knob "${k}" (one of ${KNOBS.join(', ')})`);
-  if (base === 'bare' && knobs.some((k) => k !== 'cluster')) throw new Error('bare takes only the cluster knob');
+  if (base === 'bare' && knobs.some((k) => k !== 'cluster' && !k.startsWith('node'))) throw new Error('bare takes only the cluster and node knobs');
   return { label, base: base as Base, knobs: knobs as Knob[] };
 }
 

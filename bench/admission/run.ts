@@ -13,7 +13,8 @@ import { Redis } from 'ioredis';
 import { machineBusyUs } from '../../src/loadgen/machine.js';
 import { readFlags } from '../support/flags.js';
 import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
-import { type Command, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { type Command, durabilityKnobOf, nodeLineOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { nodeOfLine } from '../support/node-lines.js';
 import { median } from '../support/stats.js';
 
 /** Server CPU per admission over the bare endpoint's server CPU per request, same round. */
@@ -65,7 +66,8 @@ function signTokens(secret: string, count: number) {
 type Tokens = ReturnType<typeof signTokens>;
 
 async function startServer(scenario: Scenario, env: ServerEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./server.ts', import.meta.url)), scenario.label], {
+  const line = nodeLineOf(scenario);
+  const child = spawn(line === undefined ? process.execPath : nodeOfLine(line), ['--import', 'tsx', fileURLToPath(new URL('./server.ts', import.meta.url)), scenario.label], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
