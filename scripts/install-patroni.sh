@@ -2,9 +2,9 @@
 # Installs what support/patroni-cluster.ts runs: Patroni, etcd and HAProxy from Debian's packages.
 #   scripts/install-patroni.sh
 # Idempotent: installs only when one of the binaries (patroni, etcd, haproxy) is missing. The tests
-# start their own etcd and haproxy on private ports, so the packages' services must not run: no
-# system etcd on 2379, no haproxy on 80. Starting them is refused during the install (policy-rc.d),
-# and afterwards they are disabled, so that no boot starts them either.
+# start their own etcd and haproxy on private ports, so the packages' services must not run (no
+# system etcd on 2379, no system haproxy, no system patroni): starting them is refused during the
+# install (policy-rc.d), and afterwards they are disabled, so that no boot starts them either.
 set -euo pipefail
 
 PACKAGES=(patroni etcd-server haproxy)

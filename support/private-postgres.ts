@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePorts } from './free-ports.js';
-import { run, type Running, start } from './processes.js';
+import { run, type Running, start, type SystemUser, systemUser } from './processes.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { waitFor } from './wait.js';
 
 const HOST = '127.0.0.1';
 const INSTALLS = '/usr/lib/postgresql';
 
-type User = { uid: number; gid: number };
+
 
 export interface PostgresPairOptions {
   /** More server settings (name → value), for both servers: the standby becomes the primary. */
@@ -49,18 +49,9 @@ function binaries(): string {
   return join(INSTALLS, versions[0], 'bin');
 }
 
-/** The postgres system user: the servers refuse to run as root, which the tests run as. */
-async function postgresUser(): Promise<User> {
-  const id = async (flag: string) => {
-    const found = await run('id', [flag, 'postgres']);
-    if (found.code !== 0) throw new Error(`no postgres system user: ${found.stderr}`);
-    return Number(found.stdout);
-  };
-  return { uid: await id('-u'), gid: await id('-g') };
-}
 
 /** Runs one of the PostgreSQL tools as `user` to its end; fails unless it exits 0. */
-async function tool(path: string, args: string[], user: User, cwd: string): Promise<void> {
+async function tool(path: string, args: string[], user: SystemUser, cwd: string): Promise<void> {
   const done = await run(path, args, { user, cwd, timeoutMs: 60_000 });
   if (done.code !== 0) throw new Error(`${path} ${args.join(' ')} failed: ${done.stderr}`);
 }
@@ -89,7 +80,7 @@ function segmentId(dataDir: string): string {
 
 export async function startPostgresPair({ settings = {} }: PostgresPairOptions = {}): Promise<PostgresPair> {
   const bin = binaries();
-  const user = await postgresUser();
+  const user = await systemUser('postgres');
   const dir = mkdtempSync(join(tmpdir(), 'seckill-postgres-'));
   chownSync(dir, user.uid, user.gid);
   const primaryDir = join(dir, 'primary');
@@ -181,5 +172,16 @@ export async function startPostgresPair({ settings = {} }: PostgresPairOptions =
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** One statement on a connection of its own: across a failover, each one reconnects. */
+export async function queryOnce(url: string, text: string, params: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(text, params);
+  } finally {
+    await client.end();
   }
 }

@@ -11,12 +11,18 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TYPESCRIPT = ['--import', fileURLToPath(new URL('typescript.mjs', import.meta.url))];
 const SECKILL = [...TYPESCRIPT, 'src/main.ts'];
 
+export interface SystemUser {
+  uid: number;
+  gid: number;
+}
+
 export interface ProcessOptions {
   /** Added to this process's environment. */
   env?: Record<string, string>;
   cwd?: string;
   /** Runs it as this user (the tests run as root, which some servers refuse: PostgreSQL). */
-  user?: { uid: number; gid: number };
+  /** Run as this user (servers that refuse root, which the tests run as). */
+  user?: SystemUser;
 }
 
 export interface Finished {
@@ -134,4 +140,14 @@ export function start(command: string, args: string[], options: ProcessOptions &
 /** `seckill <args>` started and left running. */
 export function startSeckill(args: string[], options: ProcessOptions & { stdio?: StdioOptions } = {}): Running {
   return start(process.execPath, [...SECKILL, ...args], options);
+}
+
+/** A system user's ids (postgres, mysql: the servers run as them). */
+export async function systemUser(name: string): Promise<SystemUser> {
+  const id = async (flag: string) => {
+    const found = await run('id', [flag, name]);
+    if (found.code !== 0) throw new Error(`no ${name} system user: ${found.stderr}`);
+    return Number(found.stdout);
+  };
+  return { uid: await id('-u'), gid: await id('-g') };
 }

@@ -72,7 +72,7 @@ export async function failoverSale(label: string, durability: 'replica' | 'memor
   step('sale over');
   ctx.diagnostic(`sale over ${Math.round(performance.now() - killedAt)} ms after the kill`);
   if (sale.admitted(killedAt).length === 0) throw new Error(`no admission after the failover\n${await context()}`);
-  assertContractAnswers(sale);
+  await explained(Promise.resolve().then(() => assertContractAnswers(sale)));
   // While the client reconnects, ROLE fails at once (no offline queue): ask again.
   const role = () => t.c.redis.role().then(([r]) => r, () => 'reconnecting');
   await explained(waitFor('the service to write to the promoted replica', async () => (await role()) === 'master', 10_000));

@@ -3,8 +3,7 @@
 // every one of them must be stored again on the new one, with both stores agreeing after.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import pg from 'pg';
-import { startPostgresPair } from '../../../support/private-postgres.js';
+import { queryOnce, startPostgresPair } from '../../../support/private-postgres.js';
 import { waitFor } from '../../../support/wait.js';
 import { burst, createVoucher, range, startTestApp, suiteScope } from '../../support/helpers.js';
 import { assertInvariants, waitForDrain } from '../../support/invariants.js';
@@ -18,13 +17,8 @@ await t.c.startWorkers();
 
 /** How many of `ids` the server on `port` holds, asked directly (not through the proxy). */
 async function heldOn(port: number, ids: string[]): Promise<number> {
-  const client = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${port}/${new URL(t.env.DATABASE_URL!).pathname.slice(1)}` });
-  await client.connect();
-  try {
-    return (await client.query('select count(*)::int as n from orders where id = any($1::bigint[])', [ids])).rows[0].n;
-  } finally {
-    await client.end();
-  }
+  const url = `postgres://postgres@127.0.0.1:${port}/${new URL(t.env.DATABASE_URL!).pathname.slice(1)}`;
+  return (await queryOnce(url, 'select count(*)::int as n from orders where id = any($1::bigint[])', [ids])).rows[0].n;
 }
 
 it('when the primary fails over to a standby that missed the last orders, then every acknowledged order is stored on the new primary', async () => {

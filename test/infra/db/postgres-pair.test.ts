@@ -3,22 +3,10 @@
 // one URL leads to the new primary.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import pg from 'pg';
-import { type PostgresPair, startPostgresPair } from '../../../support/private-postgres.js';
+import { type PostgresPair, queryOnce, startPostgresPair } from '../../../support/private-postgres.js';
 
-/** One statement on a connection of its own: across a failover, each one reconnects. */
-async function query(url: string, text: string, params: unknown[] = []): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(text, params);
-  } finally {
-    await client.end();
-  }
-}
-
-const insert = (url: string, rows: number) => query(url, 'INSERT INTO t SELECT generate_series(1, $1)', [rows]);
-const count = async (url: string) => Number((await query(url, 'SELECT count(*) AS n FROM t')).rows[0].n);
+const insert = (url: string, rows: number) => queryOnce(url, 'INSERT INTO t SELECT generate_series(1, $1)', [rows]);
+const count = async (url: string) => Number((await queryOnce(url, 'SELECT count(*) AS n FROM t')).rows[0].n);
 
 describe('a PostgreSQL primary and its asynchronous standby', async () => {
   // Each test spends a pair (a failover is one-way): both start at once.
@@ -27,7 +15,7 @@ describe('a PostgreSQL primary and its asynchronous standby', async () => {
 
   /** A table with `rows` rows, replicated. */
   const seeded = async ({ url, caughtUp }: PostgresPair, rows: number) => {
-    await query(url, 'CREATE TABLE t (n int)');
+    await queryOnce(url, 'CREATE TABLE t (n int)');
     await insert(url, rows);
     await caughtUp();
   };

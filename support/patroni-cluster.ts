@@ -1,0 +1,382 @@
+// A Patroni cluster of a test's own, laid out as in production: three etcd members, three Patroni
+// members each managing a PostgreSQL, and HAProxy sending clients to whichever member Patroni's
+// REST API calls the primary. For what support/private-postgres.ts cannot show: a failover decided
+// by the cluster itself (leader lease expiry, synchronous standby promoted) and a planned switchover.
+// Everything listens on 127.0.0.1, on free ports; the data lives in one temporary directory.
+// scripts/install-patroni.sh installs Patroni, etcd and HAProxy (Debian packages) when missing.
+import { spawnSync } from 'node:child_process';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { freePorts } from './free-ports.js';
+import { run, type Running, start, type SystemUser, systemUser } from './processes.js';
+import { waitFor } from './wait.js';
+
+const HOST = '127.0.0.1';
+const BIN = '/usr/lib/postgresql/15/bin';
+const INSTALL = 'scripts/install-patroni.sh';
+const SIZE = 3;
+/** Where killLeader() and switchover() write until a new leader takes (and in synchronous mode, its standby confirms) the write. */
+const PROBE = 'patroni_probe';
+
+
+
+export interface PatroniClusterOptions {
+  /** Patroni's synchronous_mode: a commit waits for a standby, which alone may be promoted. */
+  synchronous?: boolean;
+}
+
+export interface PatroniCluster {
+  /** postgres://… through HAProxy: whichever member is the primary (the database left to the client). */
+  url: string;
+  /** The Patroni member name of the current leader. */
+  leader(): Promise<string>;
+  /** SIGKILLs the leader's PostgreSQL and its Patroni; resolves with the ms until a write through url succeeds on a new leader. */
+  killLeader(): Promise<number>;
+  /** A planned switchover to a (the synchronous) standby; resolves with the ms until a write through url succeeds on it. */
+  switchover(): Promise<number>;
+  /** Idempotent: every process down, the directory removed. */
+  stop(): Promise<void>;
+}
+
+interface Member {
+  name: string;
+  pgPort: number;
+  restPort: number;
+  dataDir: string;
+  patroni?: Running;
+  /** Killed by killLeader(): its postmaster.pid names a process that is gone (maybe reused). */
+  killed: boolean;
+}
+
+interface ClusterMember {
+  name: string;
+  role: string;
+  state: string;
+  port: number;
+}
+
+
+async function install(): Promise<void> {
+  const done = await run('bash', [INSTALL], { timeoutMs: 600_000 });
+  if (done.code !== 0) throw new Error(`${INSTALL} failed (exit ${done.code}), so no Patroni cluster can start: ${done.stderr.trim()}`);
+}
+
+/** A member's view of the cluster (GET /cluster), from the first member that answers. */
+async function clusterMembers(members: Member[]): Promise<ClusterMember[]> {
+  for (const { restPort } of members) {
+    try {
+      const response = await fetch(`http://${HOST}:${restPort}/cluster`, { signal: AbortSignal.timeout(1_000) });
+      if (response.ok) return ((await response.json()) as { members: ClusterMember[] }).members;
+    } catch {
+      // down or not started yet: ask the next one
+    }
+  }
+  throw new Error('no Patroni member answers GET /cluster');
+}
+
+/** One statement on a connection of its own, given up after 2 s (a write may wait for a standby that is gone). */
+async function query(connection: pg.ClientConfig, text: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ ...connection, connectionTimeoutMillis: 2_000, query_timeout: 2_000 });
+  client.on('error', () => {}); // the server may go away under it: the query fails instead
+  try {
+    await client.connect();
+    return await client.query(text);
+  } finally {
+    await Promise.race([client.end(), new Promise((r) => setTimeout(r, 500))]).catch(() => {});
+  }
+}
+
+/** The PostgreSQL port a write through `url` landed on, or null when none was accepted. */
+async function write(url: string): Promise<number | null> {
+  try {
+    const { rows } = await query({ connectionString: url }, `INSERT INTO ${PROBE} DEFAULT VALUES RETURNING inet_server_port() AS port`);
+    return Number(rows[0].port);
+  } catch {
+    return null;
+  }
+}
+
+/** `show stat` on HAProxy's admin socket: the status (UP, DOWN, …) of each server of `backend`. */
+function haproxyStatus(socket: string, backend: string): Promise<Map<string, string>> {
+  return new Promise((resolve, reject) => {
+    let csv = '';
+    const conn = connect(socket, () => conn.end('show stat\n'));
+    conn.setEncoding('utf8').on('data', (chunk: string) => (csv += chunk));
+    conn.once('error', reject);
+    conn.once('close', () => {
+      const [header = '', ...rows] = csv.trim().split('\n');
+      const columns = header.replace(/^# /, '').split(',');
+      const [proxy, server, status] = ['pxname', 'svname', 'status'].map((c) => columns.indexOf(c)) as [number, number, number];
+      const fields = rows.map((row) => row.split(',')).filter((f) => f[proxy] === backend && !['BACKEND', 'FRONTEND'].includes(f[server]!));
+      resolve(new Map(fields.map((f) => [f[server]!, f[status]!])));
+    });
+  });
+}
+
+function etcdArgs(dir: string, index: number, clientPort: number, peerPort: number, token: string): string[] {
+  const peers = Array.from({ length: SIZE }, (_, i) => `etcd${i}=http://${HOST}:${peerPort - index + i}`).join(',');
+  return [
+    `--name=etcd${index}`,
+    `--data-dir=${join(dir, `etcd${index}`)}`,
+    `--listen-client-urls=http://${HOST}:${clientPort}`,
+    `--advertise-client-urls=http://${HOST}:${clientPort}`,
+    `--listen-peer-urls=http://${HOST}:${peerPort}`,
+    `--initial-advertise-peer-urls=http://${HOST}:${peerPort}`,
+    `--initial-cluster=${peers}`,
+    '--initial-cluster-state=new',
+    `--initial-cluster-token=${token}`,
+    '--log-level=warn',
+  ];
+}
+
+/** Patroni's configuration (JSON is YAML) for `member`. */
+function patroniConfig(dir: string, member: Member, etcdHosts: string[], synchronous: boolean): object {
+  return {
+    scope: 'seckill',
+    name: member.name,
+    log: { level: 'INFO' },
+    restapi: { listen: `${HOST}:${member.restPort}`, connect_address: `${HOST}:${member.restPort}` },
+    etcd3: { hosts: etcdHosts },
+    // Fast failover: the leader lease lasts 10 s, each member looks every second.
+    bootstrap: {
+      dcs: {
+        ttl: 10,
+        loop_wait: 1,
+        retry_timeout: 5,
+        synchronous_mode: synchronous,
+        postgresql: { use_pg_rewind: true, use_slots: true },
+      },
+      initdb: [{ encoding: 'UTF8' }, { locale: 'C' }, 'no-sync'],
+    },
+    postgresql: {
+      listen: `${HOST}:${member.pgPort}`,
+      connect_address: `${HOST}:${member.pgPort}`,
+      data_dir: member.dataDir,
+      bin_dir: BIN,
+      pgpass: join(dir, `${member.name}.pgpass`),
+      authentication: { superuser: { username: 'postgres' }, replication: { username: 'postgres' }, rewind: { username: 'postgres' } },
+      // Durable enough for data deleted after the test; one socket directory for all (ports differ).
+      parameters: { unix_socket_directories: dir, fsync: 'off', wal_retrieve_retry_interval: '100ms' },
+      pg_hba: ['local all all trust', `host all all ${HOST}/32 trust`, `host replication all ${HOST}/32 trust`],
+      basebackup: [{ checkpoint: 'fast' }, 'no-sync'],
+    },
+    watchdog: { mode: 'off' },
+  };
+}
+
+function haproxyConfig(socket: string, writePort: number, members: Member[]): string {
+  return [
+    'global',
+    '  maxconn 256', // else derived from the open files limit, with memory to match
+    `  stats socket ${socket} mode 600 level admin`,
+    'defaults',
+    '  mode tcp',
+    '  timeout connect 1s',
+    '  timeout client 30m',
+    '  timeout server 30m',
+    '  timeout check 1s',
+    'frontend write',
+    `  bind ${HOST}:${writePort}`,
+    '  default_backend primary',
+    'backend primary',
+    '  option httpchk OPTIONS /primary',
+    '  http-check expect status 200',
+    '  default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions',
+    ...members.map((m) => `  server ${m.name} ${HOST}:${m.pgPort} check port ${m.restPort}`),
+    '',
+  ].join('\n');
+}
+
+/** A postmaster's pid, and the id of its SysV shared memory segment, which it leaves behind when SIGKILLed. */
+function postmaster(dataDir: string): { pid: number; segment: string | undefined } {
+  const lines = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
+  return { pid: Number(lines[0]), segment: lines[6]?.trim().split(/\s+/)[1] };
+}
+
+export async function startPatroniCluster({ synchronous = false }: PatroniClusterOptions = {}): Promise<PatroniCluster> {
+  await install();
+  const user = await systemUser('postgres');
+  const dir = mkdtempSync(join(tmpdir(), 'seckill-patroni-'));
+  chownSync(dir, user.uid, user.gid);
+  // etcd clients, etcd peers, PostgreSQL, Patroni REST APIs (three each), HAProxy.
+  const base = await freePorts(4 * SIZE + 1);
+  const writePort = base + 4 * SIZE;
+  const url = `postgres://postgres@${HOST}:${writePort}`;
+  const socket = join(dir, 'haproxy.sock');
+  const members: Member[] = Array.from({ length: SIZE }, (_, i) => ({
+    name: `pg${i}`,
+    pgPort: base + 2 * SIZE + i,
+    restPort: base + 3 * SIZE + i,
+    dataDir: join(dir, `pg${i}`),
+    killed: false,
+  }));
+  const others: Running[] = [];
+
+  /** PostgreSQL outlives its Patroni (it runs in a session of its own): each is stopped through pg_ctl. */
+  const pgctlStop = (m: Member) => ['stop', '-D', m.dataDir, '-m', 'immediate'];
+  const alive = () => members.filter((m) => !m.killed);
+  const onExit = () => {
+    for (const m of members) if (m.patroni) signalGroup(m.patroni);
+    for (const m of alive()) spawnSync(join(BIN, 'pg_ctl'), pgctlStop(m), { ...user, stdio: 'ignore', timeout: 10_000 });
+    for (const other of others) other.child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', onExit);
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      process.off('exit', onExit);
+      // Patroni first, or it would start PostgreSQL again; with its process group: an initdb or
+      // pg_basebackup it runs would go on writing into the directory being removed.
+      await Promise.all(members.map((m) => m.patroni && killGroup(m.patroni)));
+      await Promise.all(alive().map((m) => run(join(BIN, 'pg_ctl'), pgctlStop(m), { user, cwd: dir, timeoutMs: 30_000 })));
+      await Promise.all(others.map((other) => other.stop('SIGKILL')));
+      rmSync(dir, { recursive: true, force: true });
+    })());
+
+  // Timestamped lines only, without the REST API's warnings: HAProxy resets the connection of each
+  // health check once it has the status, and Patroni logs a traceback for each.
+  const logged = (m: Member) => (m.patroni?.lines ?? []).filter((line) => /^\d{4}-/.test(line) && !line.includes('Exception happened during processing of request'));
+  const describe = () => members.map((m) => `${m.name}:\n${logged(m).slice(-15).join('\n')}`).join('\n');
+
+  /** Resolves when a write through url lands on a leader other than the one on `oldPort`, and HAProxy routes to it alone. */
+  const writable = async (began: number, oldPort: number, failed: () => unknown = () => undefined) => {
+    let ms = 0;
+    await waitFor(() => `a write through ${url} on a new leader; the members say:\n${describe()}`, async () => {
+      const error = failed();
+      if (error) throw error;
+      const port = await write(url);
+      if (port === null || port === oldPort) return false;
+      ms = performance.now() - began;
+      return true;
+    }, 45_000, 50);
+    await routedToLeaderAlone();
+    return ms;
+  };
+
+  /** HAProxy still routes to a former leader for up to `fall` checks: until then a write may land there and fail. */
+  const routedToLeaderAlone = async () => {
+    let seen = '';
+    await waitFor(() => `HAProxy to route to the leader alone (${seen})`, async () => {
+      const leader = (await clusterMembers(members)).find((m) => m.role === 'leader' && m.state === 'running');
+      const status = await haproxyStatus(socket, 'primary');
+      seen = [...status].map(([name, s]) => `${name} ${s}`).join(', ');
+      return leader !== undefined && [...status].every(([name, s]) => (name === leader.name) === s.startsWith('UP'));
+    }, 15_000, 50);
+  };
+
+  /** The leader, and every other live member streaming from it (the synchronous standby among them, in synchronous mode). */
+  const settled = async () => {
+    const cluster = await clusterMembers(members).catch(() => []);
+    const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
+    if (!leader || (synchronous && !cluster.some((m) => m.role === 'sync_standby'))) return false;
+    const { rows } = await query({ host: HOST, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'");
+    return Number(rows[0].n) === alive().length - 1;
+  };
+  /**
+   * Until then a replica may not follow the leader yet, and in synchronous mode Patroni promotes
+   * nobody when the leader dies without a synchronous standby: each change waits for it.
+   */
+  const untilSettled = () =>
+    waitFor(() => `a leader and ${alive().length - 1} streaming replicas; the members say:\n${describe()}`, async () => {
+      const exited = alive().find((m) => m.patroni!.exited);
+      if (exited) throw new Error(`patroni ${exited.name} exited:\n${describe()}`);
+      return settled().catch(() => false);
+    }, 90_000, 200);
+
+  try {
+    const token = `seckill-${base}`;
+    const etcdHosts = members.map((_, i) => `${HOST}:${base + i}`);
+    for (let i = 0; i < SIZE; i++) others.push(start('etcd', etcdArgs(dir, i, base + i, base + SIZE + i, token), { cwd: dir }));
+    await waitFor('the etcd cluster to elect a leader', async () => {
+      const health = await fetch(`http://${etcdHosts[0]}/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
+      const exited = others.find((etcd) => etcd.exited);
+      if (exited) throw new Error(`etcd exited:\n${exited.lines.join('\n')}`);
+      return health?.ok && ((await health.json()) as { health: string }).health === 'true';
+    }, 30_000, 100);
+
+    for (const m of members) {
+      const config = join(dir, `${m.name}.yml`);
+      writeFileSync(config, JSON.stringify(patroniConfig(dir, m, etcdHosts, synchronous), null, 2));
+      chownSync(config, user.uid, user.gid);
+      // setsid: a process group of its own, which stop() kills with everything Patroni runs but PostgreSQL.
+      m.patroni = start('setsid', ['patroni', config], { user, cwd: dir, env: { HOME: dir } });
+    }
+    const haproxyFile = join(dir, 'haproxy.cfg');
+    writeFileSync(haproxyFile, haproxyConfig(socket, writePort, members));
+    others.push(start('haproxy', ['-db', '-f', haproxyFile], { cwd: dir }));
+
+    await untilSettled();
+    await routedToLeaderAlone();
+    // The first write through HAProxy.
+    await query({ connectionString: url }, `CREATE TABLE ${PROBE} (at timestamptz NOT NULL DEFAULT now())`);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  const leaderOf = async () => {
+    const leader = (await clusterMembers(members)).find((m) => m.role === 'leader');
+    if (!leader) throw new Error('the cluster has no leader');
+    return leader;
+  };
+  return {
+    url,
+    leader: async () => (await leaderOf()).name,
+    async killLeader() {
+      const leader = await leaderOf();
+      const member = members.find((m) => m.name === leader.name)!;
+      const { pid, segment } = postmaster(member.dataDir);
+      const began = performance.now();
+      signalGroup(member.patroni!);
+      process.kill(pid, 'SIGKILL');
+      member.killed = true;
+      await member.patroni!.exit;
+      if (segment) await run('ipcrm', ['-m', segment]);
+      const ms = await writable(began, leader.port);
+      await untilSettled();
+      return ms;
+    },
+    async switchover() {
+      const cluster = await clusterMembers(members);
+      const leader = cluster.find((m) => m.role === 'leader');
+      // In synchronous mode Patroni switches over to the synchronous standby only.
+      const candidate = cluster.find((m) => m.role === 'sync_standby') ?? cluster.find((m) => m.role === 'replica' && m.state === 'running');
+      if (!leader || !candidate) throw new Error(`no leader or no candidate to switch over to: ${JSON.stringify(cluster)}`);
+      const began = performance.now();
+      let failure: Error | undefined;
+      // Patroni answers once the new leader holds the lock: the write is tried meanwhile, which is what is measured.
+      const restPort = members.find((m) => m.name === leader.name)!.restPort;
+      const answered = fetch(`http://${HOST}:${restPort}/switchover`, {
+        method: 'POST',
+        body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
+        signal: AbortSignal.timeout(30_000),
+      }).then(async (response) => {
+        if (!response.ok) failure = new Error(`POST /switchover answered ${response.status}: ${await response.text()}`);
+      }, (err: Error) => void (failure = err));
+      const ms = await writable(began, leader.port, () => failure);
+      await answered;
+      if (failure) throw failure;
+      await untilSettled();
+      return ms;
+    },
+    stop,
+  };
+}
+
+/** SIGKILLs a process started through setsid and all of its group; resolves once it has exited. */
+async function killGroup(running: Running): Promise<void> {
+  signalGroup(running);
+  await running.exit;
+}
+
+function signalGroup(running: Running): void {
+  try {
+    if (!running.exited) process.kill(-running.child.pid!, 'SIGKILL');
+  } catch {
+    // exited meanwhile
+  }
+}
