@@ -81,8 +81,8 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_c
 # tests but the demo's, the pages in a browser, the webhook receiver's outage, the identity
 # provider's key rotation and the server's shutdown (their database work is the other files':
 # the routes, the outbox, the pipeline), the fault campaign's cells (`npm run chaos` with
-# CHAOS_DATABASE_SERVER=postgres://… runs them there), and the PostgreSQL failover tests (their
-# own primary and standby in every pass).
+# CHAOS_DATABASE_SERVER=postgres://… runs them there), and the replicated databases' tests (their
+# own PostgreSQL pair, Patroni cluster or Galera cluster in every pass).
 declare -A not_on_postgres=()
 for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
