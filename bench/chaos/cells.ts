@@ -9,7 +9,6 @@ import { request } from 'undici';
 import { settings } from '../../src/config.js';
 import { createKeySpace } from '../../src/infra/redis/keys.js';
 import { ROOT } from '../../support/processes.js';
-import { startPostgresPair } from '../../support/private-postgres.js';
 import { startPrivateRedis, startReplicatedRedis } from '../../support/private-redis.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 import { waitFor } from '../../support/wait.js';
@@ -20,6 +19,7 @@ import { clusterHosts, sentinelHosts } from './hosts.js';
 import { readBack, startLoad } from './load.js';
 import { readStores } from './stores.js';
 import { ensureFaketime } from './faketime.js';
+import { type DatabaseKind, startFailingDatabase } from './databases.js';
 
 export type Mode = 'memory' | 'fsync' | 'replica';
 export const MODES: readonly Mode[] = ['memory', 'fsync', 'replica'];
@@ -53,7 +53,8 @@ export interface Fault {
   holdMs: number;
   /** The anomalies each mode promises to keep at zero under this fault. */
   promise(mode: Mode): readonly Anomaly[];
-  stage(mode: Mode, dir: string): Promise<Staged>;
+  /** `database`: the replicated database of a database fault (databases.ts); the others ignore it. */
+  stage(mode: Mode, dir: string, cell: { database: DatabaseKind }): Promise<Staged>;
 }
 
 const DATABASE_SERVER = process.env.CHAOS_DATABASE_SERVER || 'mysql://root@127.0.0.1:3306';
@@ -190,51 +191,48 @@ const databaseSilent: Fault = {
   },
 };
 
-/** How long the standby is left behind before its primary dies. */
-const STANDBY_BEHIND_MS = 2_000;
-
 /**
- * A PostgreSQL primary with an asynchronous standby, behind a proxy the engine knows as its
- * database: the standby stops receiving WAL (a slow link, a standby under load), the primary is
- * SIGKILLed 2 s later, the standby promoted and the proxy pointed at it (what a failover manager
- * does). What the primary committed in those 2 s is gone from the database; every acknowledged
- * order must be stored again all the same.
+ * The database fails over under the sale: the cell's own replicated database (databases.ts),
+ * reached through one address the engine knows as its database. The fault comes `holdMs` after
+ * the sale's start (where replication is asynchronous, the standby stops receiving at the start
+ * of that hold: what the primary commits meanwhile is lost with it); every acknowledged order must
+ * be stored all the same.
  */
-const databasePrimaryKill: Fault = {
-  name: 'db-primary-kill',
-  about: 'the PostgreSQL primary SIGKILLed with its asynchronous standby 2 s behind; the standby promoted and the proxy switched to it',
-  holdMs: STANDBY_BEHIND_MS,
-  promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
-  async stage(mode) {
-    const redis = await redisFor(mode);
-    const pair = await startPostgresPair().catch(async (err: unknown) => {
-      await redis.stop();
-      throw err;
-    });
-    let lagBytes = 0;
-    let failoverMs: number | null = null;
-    return {
-      env: { REDIS_URL: redis.url, CHAOS_DATABASE_SERVER: pair.url.replace(/\/postgres$/, '') },
-      redisUrl: async () => redis.url,
-      inject: async () => pair.pauseReplication(),
-      async heal() {
-        lagBytes = await pair.lagBytes();
-        failoverMs = await pair.failover();
-      },
-      async notes(origins) {
-        // Each API process runs workers; the one that noticed the failover first stored the loss again.
-        const counted = await Promise.all(origins.map(async (o) => /^seckill_orders_restored_total (\d+)/m.exec(await (await request(`${o}/metrics`)).body.text())?.[1]));
-        const restored = counted.reduce((n, c) => n + Number(c ?? 0), 0);
-        return [`standby ${(lagBytes / 1024).toFixed(0)} KiB behind at the kill`, `failover ${Math.round(failoverMs ?? 0)} ms`, `${restored} lost orders stored again`];
-      },
-      failoverMs: () => failoverMs,
-      stop: async () => {
-        await pair.stop();
+function databaseFault(name: string, about: string, how: 'kill' | 'switchover'): Fault {
+  return {
+    name,
+    about,
+    holdMs: 2_000,
+    promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
+    async stage(mode, _dir, { database }) {
+      const redis = await redisFor(mode);
+      const db = await startFailingDatabase(database).catch(async (err: unknown) => {
         await redis.stop();
-      },
-    };
-  },
-};
+        throw err;
+      });
+      let failoverMs: number | null = null;
+      return {
+        env: { REDIS_URL: redis.url, CHAOS_DATABASE_SERVER: db.server },
+        redisUrl: async () => redis.url,
+        inject: async () => (how === 'kill' ? db.fallBehind() : undefined),
+        async heal() {
+          failoverMs = how === 'kill' ? await db.killPrimary() : await db.switchover();
+        },
+        async notes(origins) {
+          // Each API process runs workers; the one that noticed the new server first stored the loss again.
+          const counted = await Promise.all(origins.map(async (o) => /^seckill_orders_restored_total (\d+)/m.exec(await (await request(`${o}/metrics`)).body.text())?.[1]));
+          const restored = counted.reduce((n, c) => n + Number(c ?? 0), 0);
+          return [database, ...db.notes(), `a write on the new primary ${Math.round(failoverMs ?? 0)} ms after the ${how}`, `${restored} lost orders stored again`];
+        },
+        failoverMs: () => failoverMs,
+        stop: async () => {
+          await db.stop();
+          await redis.stop();
+        },
+      };
+    },
+  };
+}
 
 /** One of two API processes has its wall clock set 5 s back mid-sale (libfaketime; its monotonic clock is left alone). */
 const clockBack: Fault = {
@@ -274,7 +272,8 @@ export const FAULTS: readonly Fault[] = [
   sentinelFault('kill-all', 'every Redis process (master, replicas, sentinels) killed -9 at once, started again 3 s later', 3_000, 'kill-all'),
   clusterPartition,
   databaseSilent,
-  databasePrimaryKill,
+  databaseFault('db-primary-kill', 'the database primary SIGKILLed (a standby 2 s behind where replication is asynchronous); another server promoted and the address switched to it', 'kill'),
+  databaseFault('db-switchover', 'a planned switchover of the database to another server', 'switchover'),
   clockBack,
 ];
 
@@ -299,6 +298,8 @@ export interface CellOptions {
   holdMs?: number;
   /** Claims started per second. */
   rate?: number;
+  /** The replicated database a database fault runs on (lagging-standby by default). */
+  database?: DatabaseKind;
   log?: (line: string) => void;
 }
 
@@ -314,11 +315,11 @@ function longestGap(claims: ClaimOp[]): number {
   return gap;
 }
 
-export async function runCell(fault: Fault, mode: Mode, { seconds, holdMs = fault.holdMs, rate = 200, log = () => undefined }: CellOptions): Promise<CellResult> {
+export async function runCell(fault: Fault, mode: Mode, { seconds, holdMs = fault.holdMs, rate = 200, database = 'lagging-standby', log = () => undefined }: CellOptions): Promise<CellResult> {
   const dir = join(ROOT, '.services', 'chaos', `${fault.name}-${mode}`); // kept for a look until the cell runs again
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  const staged = await fault.stage(mode, dir);
+  const staged = await fault.stage(mode, dir, { database });
   let engine: Engine | null = null;
   try {
     const { CHAOS_DATABASE_SERVER: databaseServer = DATABASE_SERVER, ...env } = staged.env;

@@ -1,8 +1,10 @@
-// `npm run chaos -- --fault <name> --mode memory|fsync|replica --seconds N`: one cell of the fault
-// campaign; with no --fault, every fault in every mode, then the table. Exits 1 when a cell breaks
+// `npm run chaos -- --fault <name> --mode memory|fsync|replica --seconds N [--database lagging-standby|patroni|galera]`:
+// one cell of the fault campaign; with no --fault, every fault in every mode, then the table.
+// --database: the replicated database of the database faults (databases.ts). Exits 1 when a cell breaks
 // its mode's promise or the engine's audit is not clean after the drain.
 import { parseArgs } from 'node:util';
 import { type CellResult, FAULTS, type Mode, MODES, runCell } from './cells.js';
+import { DATABASES, type DatabaseKind } from './databases.js';
 
 const { values } = parseArgs({
   options: {
@@ -10,6 +12,7 @@ const { values } = parseArgs({
     mode: { type: 'string' },
     seconds: { type: 'string', default: '20' },
     rate: { type: 'string', default: '200' },
+    database: { type: 'string', default: 'lagging-standby' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -23,6 +26,11 @@ if (modes.length === 0) {
   console.error(`unknown mode ${values.mode}; one of ${MODES.join(', ')}`);
   process.exit(2);
 }
+if (!(DATABASES as readonly string[]).includes(values.database)) {
+  console.error(`unknown database ${values.database}; one of ${DATABASES.join(', ')}`);
+  process.exit(2);
+}
+const database = values.database as DatabaseKind;
 const seconds = Number(values.seconds);
 const rate = Number(values.rate);
 if (!(seconds >= 5 && seconds <= 600) || !(rate >= 10 && rate <= 10_000)) {
@@ -33,7 +41,7 @@ if (!(seconds >= 5 && seconds <= 600) || !(rate >= 10 && rate <= 10_000)) {
 const results: CellResult[] = [];
 for (const fault of faults) {
   for (const mode of modes as Mode[]) {
-    const result = await runCell(fault, mode, { seconds, rate, log: (line) => console.error(line) });
+    const result = await runCell(fault, mode, { seconds, rate, database, log: (line) => console.error(line) });
     console.log(result.line);
     results.push(result);
   }

@@ -6,13 +6,16 @@
 // the whole matrix is `npm run chaos`, not a test.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { FAULTS, type Mode, runCell } from '../../bench/chaos/cells.js';
+import { type CellOptions, FAULTS, type Mode, runCell } from '../../bench/chaos/cells.js';
 
-/** `holdMs`: a shorter fault than the campaign's, where its length is not what the cell tests. */
-export function campaignCell(faultName: string, mode: Mode, { holdMs }: { holdMs?: number } = {}): void {
-  it(`${faultName} under ${mode}: the promise holds and the audit is clean`, { timeout: 170_000 }, async (ctx) => {
+/**
+ * `holdMs`: a shorter fault than the campaign's, where its length is not what the cell tests;
+ * `database`: the replicated database of a database fault.
+ */
+export function campaignCell(faultName: string, mode: Mode, { holdMs, database }: Pick<CellOptions, 'holdMs' | 'database'> = {}): void {
+  it(`${faultName} under ${mode}${database ? ` on ${database}` : ''}: the promise holds and the audit is clean`, { timeout: 170_000 }, async (ctx) => {
     const fault = FAULTS.find((f) => f.name === faultName)!;
-    const result = await runCell(fault, mode, { seconds: 10, rate: 150, holdMs, log: (line) => ctx.diagnostic(line) });
+    const result = await runCell(fault, mode, { seconds: 10, rate: 150, holdMs, database, log: (line) => ctx.diagnostic(line) });
     ctx.diagnostic(result.line);
     assert.deepEqual(result.verdict.broken, [], result.line);
     assert.ok(result.auditOk, result.line);

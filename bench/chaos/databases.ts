@@ -1,0 +1,77 @@
+// The replicated databases the database faults run on, each of the cell's own and reached through
+// one address, as the engine is in production (a proxy or HAProxy in front of whichever server is
+// primary):
+// - lagging-standby: a PostgreSQL primary and one asynchronous streaming standby (the default of
+//   PostgreSQL and MariaDB), whose replication link stalls before the primary goes: what the
+//   primary committed meanwhile is lost with it;
+// - patroni: PostgreSQL under Patroni in synchronous mode, three members, etcd, HAProxy;
+// - galera: a three-node MariaDB Galera cluster behind one writer.
+import { startGaleraCluster } from '../../support/galera-cluster.js';
+import { startPatroniCluster } from '../../support/patroni-cluster.js';
+import { startPostgresPair } from '../../support/private-postgres.js';
+
+export const DATABASES = ['lagging-standby', 'patroni', 'galera'] as const;
+export type DatabaseKind = (typeof DATABASES)[number];
+
+export interface FailingDatabase {
+  /** The server's URL without a database (CHAOS_DATABASE_SERVER). */
+  server: string;
+  /** Before the primary goes: a standby stops receiving where replication is asynchronous. */
+  fallBehind(): Promise<void>;
+  /** The primary SIGKILLed, another server made primary; the ms until a write succeeds on it. */
+  killPrimary(): Promise<number>;
+  /** A planned switchover; the ms until a write succeeds on the new primary. */
+  switchover(): Promise<number>;
+  /** What the fault did beyond its duration (how far behind the standby was). */
+  notes(): string[];
+  stop(): Promise<void>;
+}
+
+async function laggingStandby(): Promise<FailingDatabase> {
+  const pair = await startPostgresPair();
+  let behind: number | null = null;
+  return {
+    server: pair.url.replace(/\/postgres$/, ''),
+    fallBehind: async () => pair.pauseReplication(),
+    async killPrimary() {
+      behind = await pair.lagBytes();
+      return pair.failover();
+    },
+    async switchover() {
+      // Planned: the standby has everything first, so the kill loses nothing.
+      pair.resumeReplication();
+      await pair.caughtUp();
+      return pair.failover();
+    },
+    notes: () => (behind === null ? [] : [`standby ${(behind / 1024).toFixed(0)} KiB behind at the kill`]),
+    stop: () => pair.stop(),
+  };
+}
+
+async function patroni(): Promise<FailingDatabase> {
+  const cluster = await startPatroniCluster({ synchronous: true });
+  return {
+    server: cluster.url,
+    fallBehind: async () => undefined, // synchronous: a commit waits for the standby Patroni would promote
+    killPrimary: () => cluster.killLeader(),
+    switchover: () => cluster.switchover(),
+    notes: () => [],
+    stop: () => cluster.stop(),
+  };
+}
+
+async function galera(): Promise<FailingDatabase> {
+  const cluster = await startGaleraCluster();
+  return {
+    server: cluster.url,
+    fallBehind: async () => undefined, // a commit is certified by the whole cluster before it returns
+    killPrimary: () => cluster.killWriter(),
+    switchover: () => cluster.switchover(),
+    notes: () => [],
+    stop: () => cluster.stop(),
+  };
+}
+
+export function startFailingDatabase(kind: DatabaseKind): Promise<FailingDatabase> {
+  return { 'lagging-standby': laggingStandby, patroni, galera }[kind]();
+}
