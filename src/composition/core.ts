@@ -182,7 +182,7 @@ function repairServices(base: Foundation & Stores) {
     onRepair: (kind) => metrics.repairs.inc({ kind }),
     onUnitsBack: (voucherId) => unitsBack.announce(voucherId),
   });
-  const verifier = createVoucherVerifier({ db, keys, scripts, reconciler, directory, log, onVerified: (voucher) => releaseRelay.promoteWaiting(voucher) });
+  const verifier = createVoucherVerifier({ db, redis, keys, scripts, reconciler, directory, log, onVerified: (voucher) => releaseRelay.promoteWaiting(voucher) });
   // Claims verify their own voucher when they meet it unverified; this spares most of them the wait.
   redisWatch.onDataLoss('voucher verification', () => verifier.verifyLive());
   return { releaseRelay, releases, lostOrders, reconciler, verifier };

@@ -24,6 +24,8 @@ import { kindsWhere } from '../vouchers/kinds.js';
 import { segmentShards } from '../vouchers/segments.js';
 import type { VoucherVerifier } from '../vouchers/verifier.js';
 import type { Voucher } from '../vouchers/voucher.js';
+import type { RedisClient } from '../infra/redis/client.js';
+import { restoreIdempotencyRecords } from './idempotency-records.js';
 import type { Reconciler } from './reconciler.js';
 
 /** A verification that has not succeeded by then gives up; the next claim of the voucher starts another. */
@@ -33,6 +35,7 @@ const RETRY_MS = 50;
 
 export interface VerifierDeps {
   db: Db;
+  redis: RedisClient;
   keys: KeySpace;
   scripts: VerificationScripts;
   reconciler: Pick<Reconciler, 'reconcileVoucher'>;
@@ -42,7 +45,7 @@ export interface VerifierDeps {
   onVerified?(voucher: Voucher): Promise<unknown>;
 }
 
-export function createVoucherVerifier({ db, keys, scripts, reconciler, directory, log, onVerified }: VerifierDeps): VoucherVerifier {
+export function createVoucherVerifier({ db, redis, keys, scripts, reconciler, directory, log, onVerified }: VerifierDeps): VoucherVerifier {
   const running = new Map<bigint, Promise<boolean>>();
 
   async function attempt(voucher: Voucher, shards: number[]): Promise<boolean> {
@@ -51,6 +54,9 @@ export function createVoucherVerifier({ db, keys, scripts, reconciler, directory
     if (masters.every((m) => m.verified)) return true;
     const report = await reconciler.reconcileVoucher(voucher.id, { allBuyers: true });
     if (!report.verified) return false;
+    // Before admissions resume: a retry of a claim the old master took gets its order, not a second one.
+    const replays = await restoreIdempotencyRecords({ db, redis, keys }, voucher);
+    if (replays > 0) log.warn({ voucherId: voucher.id.toString(), replays }, 'idempotency records the new Redis master lacked restored from the database');
     const stamped = await Promise.all(shards.map((s, i) => scripts.stampVerified(voucher.id, s, masters[i]!.master)));
     if (!stamped.every(Boolean)) return false;
     const repaired = report.drift.filter((d) => d.repaired).map((d) => d.kind);

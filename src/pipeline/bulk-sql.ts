@@ -23,6 +23,8 @@ export interface OrderRow {
   /** price × quantity, minor units (0 with NO_CURRENCY when the voucher is unknown). */
   amount: number;
   currency: string;
+  /** The claim's Idempotency-Key, unique per voucher and buyer (null: none, or taken by another order). */
+  idempotencyKey: string | null;
 }
 
 const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
@@ -49,7 +51,8 @@ export function insertOrdersSql(dialect: SqlDialect, rows: OrderRow[], nowMs: nu
   const values = rows.map(
     (r) =>
       `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(dialect, r.status)},${created(r.createdAt.getTime())},` +
-      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)},${int(r.amount)},${text(dialect, r.currency)})`,
+      `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)},${int(r.amount)},${text(dialect, r.currency)},` +
+      `${text(dialect, r.idempotencyKey)})`,
   );
-  return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason, amount, currency) values ${values.join(',')}`;
+  return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason, amount, currency, idempotency_key) values ${values.join(',')}`;
 }

@@ -45,7 +45,35 @@ function orderRow(e: OrderEntry, price: Price, outcome: { timeout: number } | { 
     failureReason: isFailed ? outcome.reason.slice(0, 255) : null,
     amount: Number(price.price) * e.quantity,
     currency: price.currency,
+    idempotencyKey: e.idempotencyKey ?? null,
   };
+}
+
+/**
+ * Rows whose Idempotency-Key another order of the same buyer and voucher holds (or an earlier row
+ * of the batch) are stored without it: an order is never refused for its key. Redis replays a key
+ * to its first order; only one admitted twice after Redis lost the key's record comes here.
+ */
+async function dropKeysInUse(trx: Transaction<Database>, rows: OrderRow[]): Promise<void> {
+  const keyed = rows.filter((r) => r.idempotencyKey !== null);
+  const taken = new Set<string>();
+  const keyOf = (voucherId: string | bigint, userId: string, key: string) => `${voucherId}|${userId}|${key}`;
+  for (const voucherId of new Set(keyed.map((r) => r.voucherId))) {
+    const users = [...new Set(keyed.filter((r) => r.voucherId === voucherId).map((r) => r.userId))];
+    const held = await trx
+      .selectFrom('orders')
+      .select(['user_id', 'idempotency_key'])
+      .where('voucher_id', '=', voucherId.toString())
+      .where('user_id', 'in', users)
+      .where('idempotency_key', 'is not', null)
+      .execute();
+    for (const h of held) taken.add(keyOf(voucherId, h.user_id, h.idempotency_key!));
+  }
+  for (const r of keyed) {
+    const key = keyOf(r.voucherId, r.userId, r.idempotencyKey!);
+    if (taken.has(key)) r.idempotencyKey = null;
+    else taken.add(key);
+  }
 }
 
 /** Sorts entries into admission order (stream ids "ms-seq"), parsing each id once. */
@@ -153,7 +181,10 @@ function eventsOf(r: OrderRow, promoted: boolean): OutboxEvent[] {
 export interface StoreOptions {
   /** Store entries not stored yet as failed with this reason (poison). */
   failAll?: string;
-  /** Look up which orders are stored already (redelivery); without it a stored one fails the insert. */
+  /**
+   * Look up which orders are stored already (redelivery) and which keys are taken; without it a
+   * stored order, or a key admitted twice, fails the insert.
+   */
   checkStored?: boolean;
   /** Where the batch's `promoted` / `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
   eventOutbox?: EventOutbox;
@@ -188,6 +219,7 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
       }
       if (byVoucher.size > 0) for (const id of await storeVouchersOrders(trx, byVoucher, out, rows)) locked.add(id);
     }
+    if (checkStored) await dropKeysInUse(trx, rows);
     await insertOrders(trx, rows, await countOrders(trx, rows, locked));
     // Only orders inserted now: a redelivered order's events were written when it was stored.
     const promoted = new Set(fresh.filter((e) => e.promoted).map((e) => e.orderId));

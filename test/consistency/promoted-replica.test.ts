@@ -42,4 +42,35 @@ describe('reconciliation of a promoted replica', () => {
     const truth = await assertInvariants(t.c, v.id, [orderId]);
     assert.deepEqual(truth.orders.map((o) => [o.id, o.status]), [[orderId, 'pending_payment']]);
   });
+
+  it('when the new master lacks the record of a claim the old one took and stored, then a retry with the same Idempotency-Key gets that order once the voucher is verified', async () => {
+    await t.c.startWorkers();
+    const v = await createVoucher(t, { stock: 10, perUserLimit: 1 });
+    const first = await claim(t, v.id, 8, { idempotencyKey: 'retry-8' });
+    assert.equal(first.statusCode, 202, first.body);
+    await waitForDrain(t.c, v.id);
+    const row = await t.c.db.selectFrom('orders').select('idempotency_key').where('id', '=', first.json().orderId).executeTakeFirstOrThrow();
+    assert.equal(row.idempotency_key, 'retry-8', 'the order is stored with its key');
+    // The promoted replica never had the admission's record, and the state is not verified on it yet.
+    await t.c.redis.del(t.c.keys.idempotency(BigInt(v.id)));
+    await t.c.redis.hset(t.c.keys.voucher(BigInt(v.id)), 'verifiedOn', 'another-master');
+    const retry = await claim(t, v.id, 8, { idempotencyKey: 'retry-8' });
+    assert.equal(retry.statusCode, 202, retry.body);
+    assert.equal(retry.json().orderId, first.json().orderId);
+    await assertInvariants(t.c, v.id, [first.json().orderId]);
+  });
+
+  it('when a key is admitted again after Redis lost its record, then the second order is stored without the key, never refused for it', async () => {
+    const v = await createVoucher(t, { stock: 10, perUserLimit: 2 });
+    const first = await claim(t, v.id, 9, { idempotencyKey: 'twice' });
+    await waitForDrain(t.c, v.id);
+    await t.c.redis.del(t.c.keys.idempotency(BigInt(v.id)));
+    const second = await claim(t, v.id, 9, { idempotencyKey: 'twice' });
+    assert.equal(second.statusCode, 202, second.body);
+    assert.notEqual(second.json().orderId, first.json().orderId);
+    await waitForDrain(t.c, v.id);
+    const rows = await t.c.db.selectFrom('orders').select(['id', 'status', 'idempotency_key']).where('voucher_id', '=', v.id).orderBy('id').execute();
+    assert.deepEqual(rows.map((r) => [r.status, r.idempotency_key]), [['pending_payment', 'twice'], ['pending_payment', null]]);
+    await assertInvariants(t.c, v.id, [first.json().orderId, second.json().orderId]);
+  });
 });

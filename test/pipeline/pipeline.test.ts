@@ -121,9 +121,11 @@ describe('order pipeline', () => {
       currency: 'USD',
       paymentTimeoutSeconds: 60,
       failureReason: null,
+      idempotencyKey: 'k-1',
     };
     for (const d of [MYSQL, POSTGRES]) {
-      assert.match(insertOrdersSql(d, [row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL,0,'USD'\)$/);
+      assert.match(insertOrdersSql(d, [row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL,0,'USD','k-1'\)$/);
+      assert.match(insertOrdersSql(d, [{ ...row, idempotencyKey: null }], 0), /,0,'USD',NULL\)$/);
       assert.throws(() => insertOrdersSql(d, [{ ...row, id: '1 or 1=1' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, userId: '-3' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, quantity: 1.5 }], 0), TypeError);

@@ -3,8 +3,8 @@
 // - the in-flight record, one per admitted order not stored yet, in its shard's hash
 //   (orderId -> "voucherId|userId|quantity|createdMs|streamId[|p]"), by lib/admission.lua (admit-n.lua,
 //   restock-8.lua for a waitlist promotion) and by redeliver-2.lua / adopt-3.lua from inflightRecord();
-// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p]", by
-//   lib/admission.lua and redeliver-2.lua.
+// - the stream entry, one field d = "orderId|voucherId|userId|quantity|createdMs[|p][#key]", by
+//   lib/admission.lua and redeliver-2.lua (key: the claim's Idempotency-Key, stored with the order).
 // The mark "|p" ends both for a waitlist promotion, so the pipeline writes its `promoted` event
 // beside its `stored` one; the record keeps it so an entry rebuilt from it (redeliver) does too.
 import { idText, parseId } from '../../id-text.js';
@@ -45,6 +45,8 @@ export interface OrderRef {
 
 export interface OrderEntry extends OrderRef {
   createdAt: Date;
+  /** The claim's Idempotency-Key, kept with the order (a retry after a failover gets the order back). */
+  idempotencyKey?: string;
   /** Admitted from the waitlist: its `promoted` event is written when it is stored. */
   promoted: boolean;
   /** Times the group has delivered this entry (1 on first read). */
@@ -61,8 +63,11 @@ export type RawEntry = [id: string, fields: string[]];
 
 const DIGITS = /^\d{1,16}$/;
 
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+
 export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
-  const values = fields.length === 2 && fields[0] === 'd' ? fields[1]!.split('|') : [];
+  const [data = '', key, ...more] = fields.length === 2 && fields[0] === 'd' ? fields[1]!.split('#') : [];
+  const values = data === '' ? [] : data.split('|');
   // Five values; a sixth only as the promotion mark.
   const promoted = values[5] === PROMOTED;
   const orderId = idText(values[0] ?? '');
@@ -71,7 +76,8 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
   // Digits only: Number() would read "" as 0 and "0x10" as 16.
   const quantity = DIGITS.test(values[3] ?? '') ? Number(values[3]) : NaN;
   const createdMs = DIGITS.test(values[4] ?? '') ? Number(values[4]) : NaN;
-  if (values.length !== (promoted ? 6 : 5) || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
+  const badKey = more.length > 0 || (key !== undefined && !IDEMPOTENCY_KEY.test(key));
+  if (values.length !== (promoted ? 6 : 5) || badKey || orderId === null || voucherId === null || userId === null || !Number.isSafeInteger(quantity) || quantity < 1 || !Number.isSafeInteger(createdMs)) {
     return { shard, streamId, reason: `malformed entry: ${JSON.stringify(fields).slice(0, 200)}` };
   }
   return {
@@ -82,6 +88,7 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
     userId,
     quantity,
     createdAt: new Date(createdMs),
+    ...(key === undefined ? {} : { idempotencyKey: key }),
     promoted,
     deliveries,
   };
@@ -91,9 +98,9 @@ export function isMalformed(e: OrderEntry | MalformedEntry): e is MalformedEntry
   return !('orderId' in e);
 }
 
-/** An entry's order as lib/admission.lua writes it (its id apart), and the promotion mark ("" or "|p"). */
-export function entryRecord(e: OrderEntry): { order: string; mark: string } {
-  return { order: `${e.voucherId}|${e.userId}|${e.quantity}|${e.createdAt.getTime()}`, mark: e.promoted ? `|${PROMOTED}` : '' };
+/** An entry's order as lib/admission.lua writes it (its id apart), the promotion mark ("" or "|p") and the key ("" when none). */
+export function entryRecord(e: OrderEntry): { order: string; mark: string; key: string } {
+  return { order: `${e.voucherId}|${e.userId}|${e.quantity}|${e.createdAt.getTime()}`, mark: e.promoted ? `|${PROMOTED}` : '', key: e.idempotencyKey ?? '' };
 }
 
 /** The in-flight record an entry's order has (or should have). */

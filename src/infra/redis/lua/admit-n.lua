@@ -169,7 +169,7 @@ local function claim(i)
   buyersChanged[userId] = true
   local order = sk_order(voucherId, userId, quantity, now)
   inflightOut[#inflightOut + 1] = orderId
-  inflightOut[#inflightOut + 1] = sk_enqueue(streamKey, orderId, order, '')
+  inflightOut[#inflightOut + 1] = sk_enqueue(streamKey, orderId, order, '', idemKey)
   if idemKey ~= '' then
     records[recordField] = orderId .. ':' .. quantity
     recordsOut[#recordsOut + 1] = recordField

@@ -61,11 +61,15 @@ end
 local SK_PROMOTED = '|p'
 
 -- Appends an order to the shard's stream and returns its in-flight record. The entry is ONE field
--- d = "orderId|" .. order .. mark (one field is much cheaper for the pipeline to read than one per
--- value); the record, keyed by orderId, is order .. "|streamId" .. mark (redeliver-2.lua rebuilds
--- the entry from it). mark: '' or SK_PROMOTED.
-local function sk_enqueue(streamKey, orderId, order, mark)
-  local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order .. mark)
+-- d = "orderId|" .. order .. mark, then "#" .. key when the claim had an Idempotency-Key (one field
+-- is much cheaper for the pipeline to read than one per value; keys are [A-Za-z0-9_-], so "#"
+-- cannot be part of one): the database keeps the key with the order, and verification after a
+-- master change gives a retry its order back from there. The record, keyed by orderId, is order ..
+-- "|streamId" .. mark, without the key (redeliver-2.lua rebuilds the entry from it). mark: '' or
+-- SK_PROMOTED; key: nil or '' when none.
+local function sk_enqueue(streamKey, orderId, order, mark, key)
+  local keyed = (key and key ~= '') and ('#' .. key) or ''
+  local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order .. mark .. keyed)
   return order .. '|' .. streamId .. mark
 end
 
