@@ -20,10 +20,10 @@
 // - Every other stored order of a buyer (not acknowledged to that buyer) must be accounted for,
 //   taken in this order:
 //   1. an order whose id a refusal of the buyer carries: refused-but-stored;
-//   2. an order that stores an Idempotency-Key (limited/common) belongs to that group: accounted
+//   2. an order that stores an Idempotency-Key belongs to that group: accounted
 //      when the group has an `unknown` or `ok` claim or a waitlisted SOLD_OUT; refused-but-stored
 //      when it has refusals only; unclaimed when the history has no such group;
-//   3. the others (seckill stores no key) are matched by quantity: each group without an
+//   3. the others (stored without a key) are matched by quantity: each group without an
 //      acknowledgement and with an `unknown` claim or a waitlisted SOLD_OUT accounts for one order
 //      of its quantity. What is left is, while any is: unknown-twice, up to (its `unknown` claims −
 //      1, or all of them when the group was acknowledged) per keyed group of that quantity (a
