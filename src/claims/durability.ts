@@ -95,8 +95,11 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   const confirmed = (conn: RedisClient, admitOn: AdmitMany): AdmitMany => async (voucherId, claims, options) => {
     const admitThenWait = () => Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
     const [results, acks] = await admitThenWait().catch((err: unknown) => {
-      if (err instanceof ScriptReloaded) return admitThenWait();
-      throw err;
+      if (!(err instanceof ScriptReloaded)) throw err;
+      // Loaded now; a master that lacks it again (a failover in between) is one going away: 503.
+      return admitThenWait().catch((again: unknown) => {
+        throw again instanceof ScriptReloaded ? new AppError('UNAVAILABLE', 'the admission script was not on the Redis master (a failover under way); retry with the same Idempotency-Key') : again;
+      });
     });
     // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
     // it needs the replicas too (this call's own writes, a token taken at least, come after it).
