@@ -16,7 +16,7 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
 import type { WarmInput } from '../infra/redis/scripts/voucher-state.js';
 import { inSteps } from '../infra/redis/walk.js';
-import type { InflightReader } from '../orders/inflight.js';
+import type { InflightOrder } from '../infra/redis/records.js';
 import type { VoucherRepository } from './repository.js';
 import type { Voucher } from './voucher.js';
 import { kindOf } from './kinds.js';
@@ -41,7 +41,8 @@ export interface VoucherRedisStateDeps {
   keys: KeySpace;
   scripts: Scripts;
   vouchers: VoucherRepository;
-  inflight: InflightReader;
+  /** The voucher's orders in flight (orders/inflight.ts reads them). */
+  inflight: { ofVoucher(voucherId: bigint, shards?: number[]): Promise<InflightOrder[]> };
   /** Capacity of a voucher's waitlist (WAITLIST_MAX). */
   waitlistMax: number;
 }
