@@ -1,4 +1,5 @@
 // What the outboxes send: order events to RabbitMQ and webhooks, and what is still to send.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 /** An outbox's backlog (span of waiting ids) and the age of its oldest waiting event. */
@@ -96,13 +97,22 @@ function webhookMetrics(registry: Registry): Pick<OutboxMetrics, 'webhooksDelive
   };
 }
 
-/** Gauges collected at once in a scrape share one reading (one query). */
+const UNKNOWN: OutboxReading = { backlog: NaN, oldestAgeSeconds: NaN };
+/** A scrape waits this long for the reading: a silent database must not hang /metrics (the other gauges' scrape with it). */
+const READ_DEADLINE_MS = 1_000;
+
+/**
+ * Gauges collected at once in a scrape share one reading (one query), and a query still running
+ * is shared by the next scrapes rather than joined by another; past the deadline they read NaN.
+ */
 function oneReadPerScrape(probe: () => Promise<OutboxReading>): () => Promise<OutboxReading> {
   let reading: Promise<OutboxReading> | null = null;
-  return () =>
-    (reading ??= probe()
-      .catch(() => ({ backlog: NaN, oldestAgeSeconds: NaN }))
+  return () => {
+    reading ??= probe()
+      .catch(() => UNKNOWN)
       .finally(() => {
         reading = null;
-      }));
+      });
+    return Promise.race([reading, sleep(READ_DEADLINE_MS, UNKNOWN, { ref: false })]);
+  };
 }
