@@ -15,13 +15,11 @@ import { run, type Running, start, type SystemUser, systemUser } from './process
 import { waitFor } from './wait.js';
 
 const HOST = '127.0.0.1';
-const BIN = '/usr/lib/postgresql/15/bin';
+export const BIN = '/usr/lib/postgresql/15/bin';
 const INSTALL = 'scripts/install-patroni.sh';
 const SIZE = 3;
 /** Where killLeader() and switchover() write until a new leader takes (and in synchronous mode, its standby confirms) the write. */
 const PROBE = 'patroni_probe';
-
-
 
 export interface PatroniClusterOptions {
   /** Patroni's synchronous_mode: a commit waits for a standby, which alone may be promoted. */
@@ -41,8 +39,10 @@ export interface PatroniCluster {
   stop(): Promise<void>;
 }
 
-interface Member {
+export interface Member {
   name: string;
+  /** The address its PostgreSQL, its Patroni REST API (and, on test hosts, its etcd) listen on. */
+  host: string;
   pgPort: number;
   restPort: number;
   dataDir: string;
@@ -55,20 +55,31 @@ interface ClusterMember {
   name: string;
   role: string;
   state: string;
+  host: string;
   port: number;
 }
 
+/** A running cluster as the waits below see it. */
+export interface ClusterView {
+  /** Through HAProxy. */
+  url: string;
+  /** HAProxy's admin socket. */
+  socket: string;
+  synchronous: boolean;
+  /** The members in play: asked for the cluster's state, each expected to run and to stream from the leader but one. */
+  members: Member[];
+}
 
-async function install(): Promise<void> {
+export async function install(): Promise<void> {
   const done = await run('bash', [INSTALL], { timeoutMs: 600_000 });
   if (done.code !== 0) throw new Error(`${INSTALL} failed (exit ${done.code}), so no Patroni cluster can start: ${done.stderr.trim()}`);
 }
 
 /** A member's view of the cluster (GET /cluster), from the first member that answers. */
 async function clusterMembers(members: Member[]): Promise<ClusterMember[]> {
-  for (const { restPort } of members) {
+  for (const { host, restPort } of members) {
     try {
-      const response = await fetch(`http://${HOST}:${restPort}/cluster`, { signal: AbortSignal.timeout(1_000) });
+      const response = await fetch(`http://${host}:${restPort}/cluster`, { signal: AbortSignal.timeout(1_000) });
       if (response.ok) return ((await response.json()) as { members: ClusterMember[] }).members;
     } catch {
       // down or not started yet: ask the next one
@@ -78,7 +89,7 @@ async function clusterMembers(members: Member[]): Promise<ClusterMember[]> {
 }
 
 /** One statement on a connection of its own, given up after 2 s (a write may wait for a standby that is gone). */
-async function query(connection: pg.ClientConfig, text: string): Promise<pg.QueryResult> {
+export async function query(connection: pg.ClientConfig, text: string): Promise<pg.QueryResult> {
   const client = new pg.Client({ ...connection, connectionTimeoutMillis: 2_000, query_timeout: 2_000 });
   client.on('error', () => {}); // the server may go away under it: the query fails instead
   try {
@@ -116,29 +127,37 @@ function haproxyStatus(socket: string, backend: string): Promise<Map<string, str
   });
 }
 
-function etcdArgs(dir: string, index: number, clientPort: number, peerPort: number, token: string): string[] {
-  const peers = Array.from({ length: SIZE }, (_, i) => `etcd${i}=http://${HOST}:${peerPort - index + i}`).join(',');
+/** etcd member `index` of those whose client and peer addresses (host:port) are `clients` and `peers`. */
+export function etcdArgs(dir: string, index: number, clients: string[], peers: string[], token: string): string[] {
   return [
     `--name=etcd${index}`,
     `--data-dir=${join(dir, `etcd${index}`)}`,
-    `--listen-client-urls=http://${HOST}:${clientPort}`,
-    `--advertise-client-urls=http://${HOST}:${clientPort}`,
-    `--listen-peer-urls=http://${HOST}:${peerPort}`,
-    `--initial-advertise-peer-urls=http://${HOST}:${peerPort}`,
-    `--initial-cluster=${peers}`,
+    `--listen-client-urls=http://${clients[index]}`,
+    `--advertise-client-urls=http://${clients[index]}`,
+    `--listen-peer-urls=http://${peers[index]}`,
+    `--initial-advertise-peer-urls=http://${peers[index]}`,
+    `--initial-cluster=${peers.map((peer, i) => `etcd${i}=http://${peer}`).join(',')}`,
     '--initial-cluster-state=new',
     `--initial-cluster-token=${token}`,
     '--log-level=warn',
   ];
 }
 
+/** Where patroniConfigFile() departs from the loopback cluster's configuration. */
+export interface ConfigOverrides {
+  /** The CIDR that holds every member and HAProxy (trusted in pg_hba). */
+  network?: string;
+  /** PostgreSQL parameters on top of those set here. */
+  parameters?: Record<string, string>;
+}
+
 /** Patroni's configuration (JSON is YAML) for `member`. */
-function patroniConfig(dir: string, member: Member, etcdHosts: string[], synchronous: boolean): object {
+function patroniConfig(dir: string, member: Member, etcdHosts: string[], synchronous: boolean, { network = `${HOST}/32`, parameters = {} }: ConfigOverrides): object {
   return {
     scope: 'seckill',
     name: member.name,
     log: { level: 'INFO' },
-    restapi: { listen: `${HOST}:${member.restPort}`, connect_address: `${HOST}:${member.restPort}` },
+    restapi: { listen: `${member.host}:${member.restPort}`, connect_address: `${member.host}:${member.restPort}` },
     etcd3: { hosts: etcdHosts },
     // Fast failover: the leader lease lasts 10 s, each member looks every second.
     bootstrap: {
@@ -152,19 +171,27 @@ function patroniConfig(dir: string, member: Member, etcdHosts: string[], synchro
       initdb: [{ encoding: 'UTF8' }, { locale: 'C' }, 'no-sync'],
     },
     postgresql: {
-      listen: `${HOST}:${member.pgPort}`,
-      connect_address: `${HOST}:${member.pgPort}`,
+      listen: `${member.host}:${member.pgPort}`,
+      connect_address: `${member.host}:${member.pgPort}`,
       data_dir: member.dataDir,
       bin_dir: BIN,
       pgpass: join(dir, `${member.name}.pgpass`),
       authentication: { superuser: { username: 'postgres' }, replication: { username: 'postgres' }, rewind: { username: 'postgres' } },
       // Durable enough for data deleted after the test; one socket directory for all (ports differ).
-      parameters: { unix_socket_directories: dir, fsync: 'off', wal_retrieve_retry_interval: '100ms' },
-      pg_hba: ['local all all trust', `host all all ${HOST}/32 trust`, `host replication all ${HOST}/32 trust`],
+      parameters: { unix_socket_directories: dir, fsync: 'off', wal_retrieve_retry_interval: '100ms', ...parameters },
+      pg_hba: ['local all all trust', `host all all ${network} trust`, `host replication all ${network} trust`],
       basebackup: [{ checkpoint: 'fast' }, 'no-sync'],
     },
     watchdog: { mode: 'off' },
   };
+}
+
+/** Patroni's configuration file for `member`, readable by `user`; its path. */
+export function patroniConfigFile(dir: string, member: Member, etcdHosts: string[], synchronous: boolean, user: SystemUser, overrides: ConfigOverrides = {}): string {
+  const config = join(dir, `${member.name}.yml`);
+  writeFileSync(config, JSON.stringify(patroniConfig(dir, member, etcdHosts, synchronous, overrides), null, 2));
+  chownSync(config, user.uid, user.gid);
+  return config;
 }
 
 function haproxyConfig(socket: string, writePort: number, members: Member[]): string {
@@ -185,7 +212,7 @@ function haproxyConfig(socket: string, writePort: number, members: Member[]): st
     '  option httpchk OPTIONS /primary',
     '  http-check expect status 200',
     '  default-server inter 500ms fall 2 rise 1 on-marked-down shutdown-sessions',
-    ...members.map((m) => `  server ${m.name} ${HOST}:${m.pgPort} check port ${m.restPort}`),
+    ...members.map((m) => `  server ${m.name} ${m.host}:${m.pgPort} check port ${m.restPort}`),
     '',
   ].join('\n');
 }
@@ -194,6 +221,108 @@ function haproxyConfig(socket: string, writePort: number, members: Member[]): st
 function postmaster(dataDir: string): { pid: number; segment: string | undefined } {
   const lines = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n');
   return { pid: Number(lines[0]), segment: lines[6]?.trim().split(/\s+/)[1] };
+}
+
+/** HAProxy in front of `members`, on 127.0.0.1:`writePort`. */
+export function startHaproxy(dir: string, socket: string, writePort: number, members: Member[]): Running {
+  const haproxyFile = join(dir, 'haproxy.cfg');
+  writeFileSync(haproxyFile, haproxyConfig(socket, writePort, members));
+  return start('haproxy', ['-db', '-f', haproxyFile], { cwd: dir });
+}
+
+/** Resolves once the etcd member at `client` (host:port) reports a healthy cluster; fails when one of `etcds` exits first. */
+export async function etcdElected(client: string, etcds: Running[]): Promise<void> {
+  await waitFor('the etcd cluster to elect a leader', async () => {
+    const health = await fetch(`http://${client}/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
+    const exited = etcds.find((etcd) => etcd.exited);
+    if (exited) throw new Error(`etcd exited:\n${exited.lines.join('\n')}`);
+    return health?.ok && ((await health.json()) as { health: string }).health === 'true';
+  }, 30_000, 100);
+}
+
+/** PostgreSQL outlives its Patroni (it runs in a session of its own): each is stopped through pg_ctl. */
+const pgctlStop = (m: Member) => ['stop', '-D', m.dataDir, '-m', 'immediate'];
+
+/**
+ * Every Patroni, then every PostgreSQL not killed. Patroni first, or it would start PostgreSQL again;
+ * with its process group: an initdb or pg_basebackup it runs would go on writing into the directory being removed.
+ */
+export async function stopMembers(members: Member[], user: SystemUser, dir: string): Promise<void> {
+  await Promise.all(members.map((m) => m.patroni && killGroup(m.patroni)));
+  await Promise.all(members.filter((m) => !m.killed).map((m) => run(join(BIN, 'pg_ctl'), pgctlStop(m), { user, cwd: dir, timeoutMs: 30_000 })));
+}
+
+/** stopMembers() for the process's 'exit' event, where only synchronous code runs. */
+export function stopMembersSync(members: Member[], user: SystemUser): void {
+  for (const m of members) if (m.patroni) signalGroup(m.patroni);
+  for (const m of members) if (!m.killed) spawnSync(join(BIN, 'pg_ctl'), pgctlStop(m), { ...user, stdio: 'ignore', timeout: 10_000 });
+}
+
+// Timestamped lines only, without the REST API's warnings: HAProxy resets the connection of each
+// health check once it has the status, and Patroni logs a traceback for each.
+const logged = (m: Member) => (m.patroni?.lines ?? []).filter((line) => /^\d{4}-/.test(line) && !line.includes('Exception happened during processing of request'));
+/** The last lines each of `members` logged, for a failure's message. */
+export const memberLogs = (members: Member[]) => members.map((m) => `${m.name}:\n${logged(m).slice(-15).join('\n')}`).join('\n');
+
+/** The leader, as the first of `members` that answers sees it. */
+export async function leaderOf(members: Member[]): Promise<ClusterMember> {
+  const leader = (await clusterMembers(members)).find((m) => m.role === 'leader');
+  if (!leader) throw new Error('the cluster has no leader');
+  return leader;
+}
+
+/** Resolves when a write through url lands on a leader other than the one on `oldPort`, and HAProxy routes to it alone. */
+export async function writable(view: ClusterView, began: number, oldPort: number, failed: () => unknown = () => undefined): Promise<number> {
+  let ms = 0;
+  await waitFor(() => `a write through ${view.url} on a new leader; the members say:\n${memberLogs(view.members)}`, async () => {
+    const error = failed();
+    if (error) throw error;
+    const port = await write(view.url);
+    if (port === null || port === oldPort) return false;
+    ms = performance.now() - began;
+    return true;
+  }, 45_000, 50);
+  await routedToLeaderAlone(view);
+  return ms;
+}
+
+/** HAProxy still routes to a former leader for up to `fall` checks: until then a write may land there and fail. */
+async function routedToLeaderAlone(view: ClusterView): Promise<void> {
+  let seen = '';
+  await waitFor(() => `HAProxy to route to the leader alone (${seen})`, async () => {
+    const leader = (await clusterMembers(view.members)).find((m) => m.role === 'leader' && m.state === 'running');
+    const status = await haproxyStatus(view.socket, 'primary');
+    seen = [...status].map(([name, s]) => `${name} ${s}`).join(', ');
+    return leader !== undefined && [...status].every(([name, s]) => (name === leader.name) === s.startsWith('UP'));
+  }, 15_000, 50);
+}
+
+/** The leader, and every other member in play streaming from it (the synchronous standby among them, in synchronous mode). */
+async function settled({ members, synchronous }: ClusterView): Promise<boolean> {
+  const cluster = await clusterMembers(members).catch(() => []);
+  const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
+  if (!leader || (synchronous && !cluster.some((m) => m.role === 'sync_standby'))) return false;
+  const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'");
+  return Number(rows[0].n) === members.length - 1;
+}
+
+/**
+ * Until then a replica may not follow the leader yet, and in synchronous mode Patroni promotes
+ * nobody when the leader dies without a synchronous standby: each change waits for it.
+ */
+export async function untilSettled(view: ClusterView, timeoutMs = 90_000): Promise<void> {
+  await waitFor(() => `a leader and ${view.members.length - 1} streaming replicas; the members say:\n${memberLogs(view.members)}`, async () => {
+    const exited = view.members.find((m) => m.patroni!.exited);
+    if (exited) throw new Error(`patroni ${exited.name} exited:\n${memberLogs(view.members)}`);
+    return settled(view).catch(() => false);
+  }, timeoutMs, 200);
+}
+
+/** Settled, HAProxy routing to the leader, and the first write through it: the table writable() writes to. */
+export async function untilReady(view: ClusterView): Promise<void> {
+  await untilSettled(view);
+  await routedToLeaderAlone(view);
+  await query({ connectionString: view.url }, `CREATE TABLE ${PROBE} (at timestamptz NOT NULL DEFAULT now())`);
 }
 
 export async function startPatroniCluster({ synchronous = false }: PatroniClusterOptions = {}): Promise<PatroniCluster> {
@@ -208,6 +337,7 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
   const socket = join(dir, 'haproxy.sock');
   const members: Member[] = Array.from({ length: SIZE }, (_, i) => ({
     name: `pg${i}`,
+    host: HOST,
     pgPort: base + 2 * SIZE + i,
     restPort: base + 3 * SIZE + i,
     dataDir: join(dir, `pg${i}`),
@@ -215,12 +345,10 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
   }));
   const others: Running[] = [];
 
-  /** PostgreSQL outlives its Patroni (it runs in a session of its own): each is stopped through pg_ctl. */
-  const pgctlStop = (m: Member) => ['stop', '-D', m.dataDir, '-m', 'immediate'];
   const alive = () => members.filter((m) => !m.killed);
+  const view = (): ClusterView => ({ url, socket, synchronous, members: alive() });
   const onExit = () => {
-    for (const m of members) if (m.patroni) signalGroup(m.patroni);
-    for (const m of alive()) spawnSync(join(BIN, 'pg_ctl'), pgctlStop(m), { ...user, stdio: 'ignore', timeout: 10_000 });
+    stopMembersSync(members, user);
     for (const other of others) other.child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
@@ -229,105 +357,34 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
   const stop = () =>
     (stopping ??= (async () => {
       process.off('exit', onExit);
-      // Patroni first, or it would start PostgreSQL again; with its process group: an initdb or
-      // pg_basebackup it runs would go on writing into the directory being removed.
-      await Promise.all(members.map((m) => m.patroni && killGroup(m.patroni)));
-      await Promise.all(alive().map((m) => run(join(BIN, 'pg_ctl'), pgctlStop(m), { user, cwd: dir, timeoutMs: 30_000 })));
+      await stopMembers(members, user, dir);
       await Promise.all(others.map((other) => other.stop('SIGKILL')));
       rmSync(dir, { recursive: true, force: true });
     })());
 
-  // Timestamped lines only, without the REST API's warnings: HAProxy resets the connection of each
-  // health check once it has the status, and Patroni logs a traceback for each.
-  const logged = (m: Member) => (m.patroni?.lines ?? []).filter((line) => /^\d{4}-/.test(line) && !line.includes('Exception happened during processing of request'));
-  const describe = () => members.map((m) => `${m.name}:\n${logged(m).slice(-15).join('\n')}`).join('\n');
-
-  /** Resolves when a write through url lands on a leader other than the one on `oldPort`, and HAProxy routes to it alone. */
-  const writable = async (began: number, oldPort: number, failed: () => unknown = () => undefined) => {
-    let ms = 0;
-    await waitFor(() => `a write through ${url} on a new leader; the members say:\n${describe()}`, async () => {
-      const error = failed();
-      if (error) throw error;
-      const port = await write(url);
-      if (port === null || port === oldPort) return false;
-      ms = performance.now() - began;
-      return true;
-    }, 45_000, 50);
-    await routedToLeaderAlone();
-    return ms;
-  };
-
-  /** HAProxy still routes to a former leader for up to `fall` checks: until then a write may land there and fail. */
-  const routedToLeaderAlone = async () => {
-    let seen = '';
-    await waitFor(() => `HAProxy to route to the leader alone (${seen})`, async () => {
-      const leader = (await clusterMembers(members)).find((m) => m.role === 'leader' && m.state === 'running');
-      const status = await haproxyStatus(socket, 'primary');
-      seen = [...status].map(([name, s]) => `${name} ${s}`).join(', ');
-      return leader !== undefined && [...status].every(([name, s]) => (name === leader.name) === s.startsWith('UP'));
-    }, 15_000, 50);
-  };
-
-  /** The leader, and every other live member streaming from it (the synchronous standby among them, in synchronous mode). */
-  const settled = async () => {
-    const cluster = await clusterMembers(members).catch(() => []);
-    const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
-    if (!leader || (synchronous && !cluster.some((m) => m.role === 'sync_standby'))) return false;
-    const { rows } = await query({ host: HOST, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'");
-    return Number(rows[0].n) === alive().length - 1;
-  };
-  /**
-   * Until then a replica may not follow the leader yet, and in synchronous mode Patroni promotes
-   * nobody when the leader dies without a synchronous standby: each change waits for it.
-   */
-  const untilSettled = () =>
-    waitFor(() => `a leader and ${alive().length - 1} streaming replicas; the members say:\n${describe()}`, async () => {
-      const exited = alive().find((m) => m.patroni!.exited);
-      if (exited) throw new Error(`patroni ${exited.name} exited:\n${describe()}`);
-      return settled().catch(() => false);
-    }, 90_000, 200);
-
   try {
     const token = `seckill-${base}`;
     const etcdHosts = members.map((_, i) => `${HOST}:${base + i}`);
-    for (let i = 0; i < SIZE; i++) others.push(start('etcd', etcdArgs(dir, i, base + i, base + SIZE + i, token), { cwd: dir }));
-    await waitFor('the etcd cluster to elect a leader', async () => {
-      const health = await fetch(`http://${etcdHosts[0]}/health`, { signal: AbortSignal.timeout(1_000) }).catch(() => undefined);
-      const exited = others.find((etcd) => etcd.exited);
-      if (exited) throw new Error(`etcd exited:\n${exited.lines.join('\n')}`);
-      return health?.ok && ((await health.json()) as { health: string }).health === 'true';
-    }, 30_000, 100);
+    const etcdPeers = members.map((_, i) => `${HOST}:${base + SIZE + i}`);
+    for (let i = 0; i < SIZE; i++) others.push(start('etcd', etcdArgs(dir, i, etcdHosts, etcdPeers, token), { cwd: dir }));
+    await etcdElected(etcdHosts[0]!, others);
 
     for (const m of members) {
-      const config = join(dir, `${m.name}.yml`);
-      writeFileSync(config, JSON.stringify(patroniConfig(dir, m, etcdHosts, synchronous), null, 2));
-      chownSync(config, user.uid, user.gid);
       // setsid: a process group of its own, which stop() kills with everything Patroni runs but PostgreSQL.
-      m.patroni = start('setsid', ['patroni', config], { user, cwd: dir, env: { HOME: dir } });
+      m.patroni = start('setsid', ['patroni', patroniConfigFile(dir, m, etcdHosts, synchronous, user)], { user, cwd: dir, env: { HOME: dir } });
     }
-    const haproxyFile = join(dir, 'haproxy.cfg');
-    writeFileSync(haproxyFile, haproxyConfig(socket, writePort, members));
-    others.push(start('haproxy', ['-db', '-f', haproxyFile], { cwd: dir }));
-
-    await untilSettled();
-    await routedToLeaderAlone();
-    // The first write through HAProxy.
-    await query({ connectionString: url }, `CREATE TABLE ${PROBE} (at timestamptz NOT NULL DEFAULT now())`);
+    others.push(startHaproxy(dir, socket, writePort, members));
+    await untilReady(view());
   } catch (err) {
     await stop();
     throw err;
   }
 
-  const leaderOf = async () => {
-    const leader = (await clusterMembers(members)).find((m) => m.role === 'leader');
-    if (!leader) throw new Error('the cluster has no leader');
-    return leader;
-  };
   return {
     url,
-    leader: async () => (await leaderOf()).name,
+    leader: async () => (await leaderOf(members)).name,
     async killLeader() {
-      const leader = await leaderOf();
+      const leader = await leaderOf(members);
       const member = members.find((m) => m.name === leader.name)!;
       const { pid, segment } = postmaster(member.dataDir);
       const began = performance.now();
@@ -336,8 +393,8 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
       member.killed = true;
       await member.patroni!.exit;
       if (segment) await run('ipcrm', ['-m', segment]);
-      const ms = await writable(began, leader.port);
-      await untilSettled();
+      const ms = await writable(view(), began, leader.port);
+      await untilSettled(view());
       return ms;
     },
     async switchover() {
@@ -349,18 +406,18 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
       const began = performance.now();
       let failure: Error | undefined;
       // Patroni answers once the new leader holds the lock: the write is tried meanwhile, which is what is measured.
-      const restPort = members.find((m) => m.name === leader.name)!.restPort;
-      const answered = fetch(`http://${HOST}:${restPort}/switchover`, {
+      const { host, restPort } = members.find((m) => m.name === leader.name)!;
+      const answered = fetch(`http://${host}:${restPort}/switchover`, {
         method: 'POST',
         body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
         signal: AbortSignal.timeout(30_000),
       }).then(async (response) => {
         if (!response.ok) failure = new Error(`POST /switchover answered ${response.status}: ${await response.text()}`);
       }, (err: Error) => void (failure = err));
-      const ms = await writable(began, leader.port, () => failure);
+      const ms = await writable(view(), began, leader.port, () => failure);
       await answered;
       if (failure) throw failure;
-      await untilSettled();
+      await untilSettled(view());
       return ms;
     },
     stop,

@@ -198,7 +198,7 @@ const databaseSilent: Fault = {
  * of that hold: what the primary commits meanwhile is lost with it); every acknowledged order must
  * be stored all the same.
  */
-function databaseFault(name: string, about: string, how: 'kill' | 'switchover'): Fault {
+function databaseFault(name: string, about: string, how: 'kill' | 'switchover' | 'partition'): Fault {
   return {
     name,
     about,
@@ -206,23 +206,31 @@ function databaseFault(name: string, about: string, how: 'kill' | 'switchover'):
     promise: () => [...ALWAYS, ...ACKNOWLEDGEMENTS],
     async stage(mode, _dir, { database }) {
       const redis = await redisFor(mode);
-      const db = await startFailingDatabase(database).catch(async (err: unknown) => {
+      // A partition needs each server on a test host of its own.
+      const kind = how === 'partition' ? 'patroni-hosts' : database;
+      const db = await startFailingDatabase(kind).catch(async (err: unknown) => {
         await redis.stop();
         throw err;
       });
       let failoverMs: number | null = null;
+      let healed = '';
       return {
         env: { REDIS_URL: redis.url, CHAOS_DATABASE_SERVER: db.server },
         redisUrl: async () => redis.url,
-        inject: async () => (how === 'kill' ? db.fallBehind() : undefined),
+        async inject() {
+          if (how === 'kill') await db.fallBehind();
+          // The cut lasts the new primary's election (Patroni's ttl) and the hold.
+          if (how === 'partition') failoverMs = await db.partitionPrimary();
+        },
         async heal() {
-          failoverMs = how === 'kill' ? await db.killPrimary() : await db.switchover();
+          if (how === 'partition') healed = await db.heal();
+          else failoverMs = how === 'kill' ? await db.killPrimary() : await db.switchover();
         },
         async notes(origins) {
           // Each API process runs workers; the one that noticed the new server first stored the loss again.
           const counted = await Promise.all(origins.map(async (o) => /^seckill_orders_restored_total (\d+)/m.exec(await (await request(`${o}/metrics`)).body.text())?.[1]));
           const restored = counted.reduce((n, c) => n + Number(c ?? 0), 0);
-          return [database, ...db.notes(), `a write on the new primary ${Math.round(failoverMs ?? 0)} ms after the ${how}`, `${restored} lost orders stored again`];
+          return [kind, ...db.notes(), `a write on the new primary ${Math.round(failoverMs ?? 0)} ms after the ${how}`, ...(healed ? [healed] : []), `${restored} lost orders stored again`];
         },
         failoverMs: () => failoverMs,
         stop: async () => {
@@ -274,6 +282,7 @@ export const FAULTS: readonly Fault[] = [
   databaseSilent,
   databaseFault('db-primary-kill', 'the database primary SIGKILLed (a standby 2 s behind where replication is asynchronous); another server promoted and the address switched to it', 'kill'),
   databaseFault('db-switchover', 'a planned switchover of the database to another server', 'switchover'),
+  databaseFault('db-primary-partition', 'the PostgreSQL primary under Patroni cut from its peers and from etcd (not from HAProxy) until another is elected, then healed', 'partition'),
   clockBack,
 ];
 

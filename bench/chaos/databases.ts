@@ -5,12 +5,15 @@
 //   PostgreSQL and MariaDB), whose replication link stalls before the primary goes: what the
 //   primary committed meanwhile is lost with it;
 // - patroni: PostgreSQL under Patroni in synchronous mode, three members, etcd, HAProxy;
-// - galera: a three-node MariaDB Galera cluster behind one writer.
+// - galera: a three-node MariaDB Galera cluster behind one writer;
+// - patroni-hosts: the Patroni cluster with each member on a test host of its own, so that the
+//   primary can be cut from its peers and from etcd while HAProxy still reaches it.
 import { startGaleraCluster } from '../../support/galera-cluster.js';
 import { startPatroniCluster } from '../../support/patroni-cluster.js';
 import { startPostgresPair } from '../../support/private-postgres.js';
+import { startPatroniOnHosts } from './patroni-hosts.js';
 
-export const DATABASES = ['lagging-standby', 'patroni', 'galera'] as const;
+export const DATABASES = ['lagging-standby', 'patroni', 'galera', 'patroni-hosts'] as const;
 export type DatabaseKind = (typeof DATABASES)[number];
 
 export interface FailingDatabase {
@@ -22,6 +25,10 @@ export interface FailingDatabase {
   killPrimary(): Promise<number>;
   /** A planned switchover; the ms until a write succeeds on the new primary. */
   switchover(): Promise<number>;
+  /** The primary cut from its peers, not from the proxy side; the ms until a write succeeds on a new primary. */
+  partitionPrimary(): Promise<number>;
+  /** Ends the partition; what became of the old primary. */
+  heal(): Promise<string>;
   /** What the fault did beyond its duration (how far behind the standby was). */
   notes(): string[];
   stop(): Promise<void>;
@@ -44,6 +51,7 @@ async function laggingStandby(): Promise<FailingDatabase> {
       return pair.failover();
     },
     notes: () => (behind === null ? [] : [`standby ${(behind / 1024).toFixed(0)} KiB behind at the kill`]),
+    ...noPartition('lagging-standby'),
     stop: () => pair.stop(),
   };
 }
@@ -56,9 +64,31 @@ async function patroni(): Promise<FailingDatabase> {
     killPrimary: () => cluster.killLeader(),
     switchover: () => cluster.switchover(),
     notes: () => [],
+    ...noPartition('patroni'),
     stop: () => cluster.stop(),
   };
 }
+
+async function patroniOnHosts(): Promise<FailingDatabase> {
+  const cluster = await startPatroniOnHosts({ synchronous: true });
+  const only = () => Promise.reject(new Error('patroni-hosts runs db-primary-partition; --database patroni runs the others'));
+  return {
+    server: cluster.url,
+    fallBehind: async () => undefined,
+    killPrimary: only,
+    switchover: only,
+    partitionPrimary: () => cluster.partitionLeader(),
+    heal: () => cluster.heal(),
+    notes: () => [],
+    stop: () => cluster.stop(),
+  };
+}
+
+/** A partition needs each server on a test host of its own: patroni-hosts. */
+const noPartition = (kind: DatabaseKind): Pick<FailingDatabase, 'partitionPrimary' | 'heal'> => ({
+  partitionPrimary: () => Promise.reject(new Error(`--database ${kind} cannot be partitioned: db-primary-partition runs on patroni-hosts`)),
+  heal: async () => '',
+});
 
 async function galera(): Promise<FailingDatabase> {
   const cluster = await startGaleraCluster();
@@ -68,10 +98,11 @@ async function galera(): Promise<FailingDatabase> {
     killPrimary: () => cluster.killWriter(),
     switchover: () => cluster.switchover(),
     notes: () => [],
+    ...noPartition('galera'),
     stop: () => cluster.stop(),
   };
 }
 
 export function startFailingDatabase(kind: DatabaseKind): Promise<FailingDatabase> {
-  return { 'lagging-standby': laggingStandby, patroni, galera }[kind]();
+  return { 'lagging-standby': laggingStandby, patroni, galera, 'patroni-hosts': patroniOnHosts }[kind]();
 }

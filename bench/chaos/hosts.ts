@@ -58,6 +58,11 @@ export class TestHosts {
     return (await exec('bash', [SCRIPT, 'exec', '--net', String(this.net), host, ...command])).stdout;
   }
 
+  /** The command line that runs `command` inside `host`, for a process to be started and left running (exec runs one to its end). */
+  argv(host: string, command: string[]): string[] {
+    return ['bash', SCRIPT, 'exec', '--net', String(this.net), host, ...command];
+  }
+
   /** Drops packets between `a` and each of `others`, both ways (or only from `a` with oneWay). */
   async cut(a: string, others: string[], { oneWay = false } = {}): Promise<void> {
     for (const b of others) await exec('bash', [SCRIPT, 'cut', '--net', String(this.net), a, b, ...(oneWay ? ['--one-way'] : [])]);
