@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Connection, createConnection, type RowDataPacket } from 'mysql2/promise';
 import { freePorts } from './free-ports.js';
-import { run, type Running, start, type SystemUser, systemUser } from './processes.js';
+import { run, type Running, start, stopOnce, type SystemUser, systemUser } from './processes.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { waitFor } from './wait.js';
 
@@ -165,17 +165,13 @@ export async function startGaleraCluster(): Promise<GaleraCluster> {
     nodes.forEach(killGroup);
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      process.off('exit', onExit);
-      // SIGKILL: no clean shutdown for data about to be removed.
-      nodes.forEach(killGroup);
-      await Promise.all(nodes.map((n) => n.server?.exit));
-      await proxy.stop();
-      rmSync(dir, { recursive: true, force: true });
-    })());
+  const stop = stopOnce(async () => {
+    // SIGKILL: no clean shutdown for data about to be removed.
+    nodes.forEach(killGroup);
+    await Promise.all(nodes.map((n) => n.server?.exit));
+    await proxy.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }, onExit);
 
   const describe = () => nodes.map((n) => `${n.name}:\n${n.server?.lines.slice(-15).join('\n') ?? '(not started)'}`).join('\n');
   const up = () => nodes.filter((n) => n.up);

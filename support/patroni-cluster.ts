@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePorts } from './free-ports.js';
-import { run, type Running, start, type SystemUser, systemUser } from './processes.js';
+import { run, type Running, start, stopOnce, type SystemUser, systemUser } from './processes.js';
 import { waitFor } from './wait.js';
 
 const HOST = '127.0.0.1';
@@ -352,15 +352,11 @@ export async function startPatroniCluster({ synchronous = false }: PatroniCluste
     for (const other of others) other.child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      process.off('exit', onExit);
-      await stopMembers(members, user, dir);
-      await Promise.all(others.map((other) => other.stop('SIGKILL')));
-      rmSync(dir, { recursive: true, force: true });
-    })());
+  const stop = stopOnce(async () => {
+    await stopMembers(members, user, dir);
+    await Promise.all(others.map((other) => other.stop('SIGKILL')));
+    rmSync(dir, { recursive: true, force: true });
+  }, onExit);
 
   try {
     const token = `seckill-${base}`;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePorts } from './free-ports.js';
-import { run, type Running, start, type SystemUser, systemUser } from './processes.js';
+import { run, type Running, start, stopOnce, type SystemUser, systemUser } from './processes.js';
 import { TcpProxy } from './tcp-proxy.js';
 import { waitFor } from './wait.js';
 
@@ -109,7 +109,6 @@ export async function startPostgresPair({ settings = {} }: PostgresPairOptions =
     return server;
   };
 
-  let stopping: Promise<void> | undefined;
   // Immediate shutdown (SIGQUIT): no checkpoint for data about to be deleted, and unlike SIGKILL
   // the server still removes its shared memory. Also when this process exits without stop(), then
   // through pg_ctl, which waits until the server is gone: removing the directory while a server is
@@ -120,14 +119,11 @@ export async function startPostgresPair({ settings = {} }: PostgresPairOptions =
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
-  const stop = () =>
-    (stopping ??= (async () => {
-      process.off('exit', onExit);
-      await Promise.all(servers.map(({ server }) => server.stop('SIGQUIT')));
-      await Promise.all([clients.stop(), replication.stop()]);
-      rmSync(dir, { recursive: true, force: true });
-    })());
+  const stop = stopOnce(async () => {
+    await Promise.all(servers.map(({ server }) => server.stop('SIGQUIT')));
+    await Promise.all([clients.stop(), replication.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+  }, onExit);
 
   try {
     await tool(join(bin, 'initdb'), ['-D', primaryDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'], user, dir);

@@ -151,3 +151,17 @@ export async function systemUser(name: string): Promise<SystemUser> {
   };
   return { uid: await id('-u'), gid: await id('-g') };
 }
+
+/**
+ * `stop` made idempotent, with `stopNow`, its synchronous form (kill, remove), run instead when
+ * this process exits first: no server or directory of a test outlives it.
+ */
+export function stopOnce(stop: () => Promise<void>, stopNow: () => void): () => Promise<void> {
+  process.once('exit', stopNow);
+  let stopping: Promise<void> | undefined;
+  return () =>
+    (stopping ??= (async () => {
+      process.off('exit', stopNow);
+      await stop();
+    })());
+}

@@ -25,7 +25,7 @@ import {
   untilSettled,
   writable,
 } from '../../support/patroni-cluster.js';
-import { type ProcessOptions, type Running, start, systemUser } from '../../support/processes.js';
+import { type ProcessOptions, type Running, start, stopOnce, systemUser } from '../../support/processes.js';
 import { waitFor } from '../../support/wait.js';
 import { TestHosts } from './hosts.js';
 
@@ -75,16 +75,12 @@ export async function startPatroniOnHosts({ synchronous = false }: { synchronous
     hosts?.downSync();
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', onExit);
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      process.off('exit', onExit);
-      await stopMembers(members, user, dir);
-      await hosts?.down(); // and etcd with it
-      await haproxy?.stop('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-    })());
+  const stop = stopOnce(async () => {
+    await stopMembers(members, user, dir);
+    await hosts?.down(); // and etcd with it
+    await haproxy?.stop('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }, onExit);
 
   const view = (inPlay: Member[]): ClusterView => ({ url, socket, synchronous, members: inPlay });
   const reachable = () => members.filter((m) => m !== cut);
