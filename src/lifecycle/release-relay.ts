@@ -57,8 +57,35 @@ interface OutboxRow {
 
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
 
+/** Promotes waiting buyers for the units each segment of the voucher has on sale. */
+async function promotionsFor({ redis, keys, scripts, ids }: ReleaseRelayDeps, voucher: Voucher): Promise<(Promotion & { voucherId: string })[]> {
+  if (!voucher.waitlist && !voucher.queue) return [];
+  const promotions: (Promotion & { voucherId: string })[] = [];
+  for (const shard of segmentShards(voucher, keys)) {
+    // Each promotion takes at least one unit: no more ids than waiting buyers or units.
+    const [waiting, stock] = await Promise.all([redis.zcard(keys.waitlist(voucher.id, shard)), redis.hget(keys.voucher(voucher.id, shard), 'stock')]);
+    const count = Math.min(waiting, Number(stock ?? 0));
+    if (count <= 0) continue;
+    const generator = await ids();
+    const promotionIds = Array.from({ length: count }, () => generator.next());
+    const result = await scripts.restock({ voucherId: voucher.id, shard, orderId: '', userId: '', quantity: 0, promotionIds, queue: voucher.queue !== null });
+    if (result.kind === 'restocked') promotions.push(...result.promotions.map((p) => ({ ...p, voucherId: voucher.id.toString() })));
+  }
+  return promotions;
+}
+
+/** Tells each queue voucher of its promotions (its buyers' queue events). */
+async function tellQueues(directory: VoucherDirectory, tell: NonNullable<ReleaseRelayDeps['onQueuePromotions']>, promotions: (Promotion & { voucherId: string })[]) {
+  const byVoucher = new Map<string, Promotion[]>();
+  for (const p of promotions) byVoucher.set(p.voucherId, [...(byVoucher.get(p.voucherId) ?? []), p]);
+  for (const [id, mine] of byVoucher) {
+    const voucher = await directory.getStored(BigInt(id));
+    if (voucher?.queue) await tell(voucher, mine);
+  }
+}
+
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
-  const { db, redis, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
+  const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
   async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.getStored(BigInt(row.voucher_id));
     if (!voucher) return [];
@@ -90,15 +117,6 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
     return promotions.map((p) => ({ ...p, voucherId: row.voucher_id }));
   }
 
-  async function tellQueues(tell: NonNullable<ReleaseRelayDeps['onQueuePromotions']>, promotions: (Promotion & { voucherId: string })[]) {
-    const byVoucher = new Map<string, Promotion[]>();
-    for (const p of promotions) byVoucher.set(p.voucherId, [...(byVoucher.get(p.voucherId) ?? []), p]);
-    for (const [id, mine] of byVoucher) {
-      const voucher = await directory.getStored(BigInt(id));
-      if (voucher?.queue) await tell(voucher, mine);
-    }
-  }
-
   async function relayBatch(): Promise<number> {
     let rows: OutboxRow[] = [];
     const promotions: (Promotion & { voucherId: string })[] = [];
@@ -124,23 +142,12 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
 
   async function announce(promotions: (Promotion & { voucherId: string })[]): Promise<void> {
     await events.publish(promotions.map(promotedEvent));
-    if (onQueuePromotions) await tellQueues(onQueuePromotions, promotions);
+    if (onQueuePromotions) await tellQueues(directory, onQueuePromotions, promotions);
   }
 
   return {
     async promoteWaiting(voucher) {
-      if (!voucher.waitlist && !voucher.queue) return 0;
-      const promotions: (Promotion & { voucherId: string })[] = [];
-      for (const shard of segmentShards(voucher, keys)) {
-        // Each promotion takes at least one unit: no more ids than waiting buyers or units.
-        const [waiting, stock] = await Promise.all([redis.zcard(keys.waitlist(voucher.id, shard)), redis.hget(keys.voucher(voucher.id, shard), 'stock')]);
-        const count = Math.min(waiting, Number(stock ?? 0));
-        if (count <= 0) continue;
-        const generator = await ids();
-        const promotionIds = Array.from({ length: count }, () => generator.next());
-        const result = await scripts.restock({ voucherId: voucher.id, shard, orderId: '', userId: '', quantity: 0, promotionIds, queue: voucher.queue !== null });
-        if (result.kind === 'restocked') promotions.push(...result.promotions.map((p) => ({ ...p, voucherId: voucher.id.toString() })));
-      }
+      const promotions = await promotionsFor(deps, voucher);
       await announce(promotions);
       return promotions.length;
     },
