@@ -1,7 +1,7 @@
 // The console's figures from the Prometheus text of /metrics: claims per second by outcome, claim
-// latency and pipeline lag. That text is the sum over every API process of a supervisor
-// (cluster-metrics.ts), so the figures are the instance's or the cluster's, whichever /metrics
-// answers. Counters only grow; a drop (a process restarted) counts 0.
+// latency, pipeline lag and the stores' server changes. That text is the sum over every API
+// process of a supervisor (cluster-metrics.ts), so the figures are the instance's or the
+// cluster's, whichever /metrics answers. Counters only grow; a drop (a process restarted) counts 0.
 
 const CLAIM_LINE = /^seckill_claims_total\{outcome="([a-z_]+)"\} ([0-9.e+]+)$/gm;
 
@@ -54,4 +54,13 @@ export function latencyQuantileMs(before: Map<number, number>, after: Map<number
     if ((after.get(bound) ?? 0) - (before.get(bound) ?? 0) >= q * total) return Number.isFinite(bound) ? bound * 1000 : null;
   }
   return null;
+}
+
+const MASTER_LINE = /^seckill_redis_master_changes_total ([0-9.e+]+)$/m;
+const SERVER_LINE = /^seckill_database_server_changes_total ([0-9.e+]+)$/m;
+
+/** How often Redis answered from another master and another database server answered (counters). */
+export function serverChanges(text: string): { redisMaster: number; databaseServer: number } {
+  const count = (line: RegExp) => Number(line.exec(text)?.[1] ?? 0);
+  return { redisMaster: count(MASTER_LINE), databaseServer: count(SERVER_LINE) };
 }

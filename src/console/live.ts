@@ -3,7 +3,7 @@
 // this voucher's admissions per second (from the stores: orders plus in-flight, so every instance
 // counts) and, every few seconds, the audit's verdict. One Live per open stream: it keeps the
 // previous reading to turn counters into rates.
-import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween } from './claim-rates.js';
+import { claimCounters, latencyBuckets, latencyQuantileMs, pipelineLag, ratesBetween, serverChanges } from './claim-rates.js';
 import type { VoucherStats } from './stats.js';
 
 /** The audit reads more than the stats: it runs on the first snapshot, then every this many. */
@@ -51,6 +51,8 @@ export interface LiveSnapshot {
   claimLatencyMs: { p50: number | null; p99: number | null };
   /** Age of the oldest admitted order the pipeline is storing (seconds); null without a pipeline here. */
   pipelineLagSeconds: number | null;
+  /** Redis master changes and database server changes since the previous snapshot (0 on the first): the charts' markers. */
+  changes: { redisMaster: number; databaseServer: number };
   /** The last reconciliation of this voucher and its repairs. */
   lastReconciliation: { at: string; verified: boolean; repaired: number; drift: string[] } | null;
   /** Present on the snapshots the audit ran for. */
@@ -69,7 +71,7 @@ const admittedOf = (s: VoucherStats) => Object.values(s.orders).reduce((n, c) =>
 
 export function createLive(voucherId: bigint, deps: LiveDeps) {
   const now = deps.now ?? Date.now;
-  let previous: { at: number; counters: Record<string, number>; admitted: number; latency: Map<number, number> } | null = null;
+  let previous: { at: number; counters: Record<string, number>; admitted: number; latency: Map<number, number>; servers: ReturnType<typeof serverChanges> } | null = null;
   let ticks = 0;
   /** The next snapshot; throws VOUCHER_NOT_FOUND (or a store's error) like the stats route. */
   return async function next(): Promise<LiveSnapshot> {
@@ -84,6 +86,7 @@ export function createLive(voucherId: bigint, deps: LiveDeps) {
     const counters = claimCounters(text);
     const latency = latencyBuckets(text);
     const admitted = admittedOf(stats);
+    const servers = serverChanges(text);
     const seconds = previous ? (at - previous.at) / 1000 : 0;
     const snapshot: LiveSnapshot = {
       at: new Date(at).toISOString(),
@@ -92,6 +95,10 @@ export function createLive(voucherId: bigint, deps: LiveDeps) {
       admissionsPerSecond: previous && seconds > 0 ? Math.round((Math.max(0, admitted - previous.admitted) / seconds) * 10) / 10 : 0,
       claimLatencyMs: previous ? { p50: latencyQuantileMs(previous.latency, latency, 0.5), p99: latencyQuantileMs(previous.latency, latency, 0.99) } : { p50: null, p99: null },
       pipelineLagSeconds: pipelineLag(text),
+      changes: {
+        redisMaster: previous ? Math.max(0, servers.redisMaster - previous.servers.redisMaster) : 0,
+        databaseServer: previous ? Math.max(0, servers.databaseServer - previous.servers.databaseServer) : 0,
+      },
       lastReconciliation: reconciled && {
         at: reconciled.at,
         verified: reconciled.verified,
@@ -100,7 +107,7 @@ export function createLive(voucherId: bigint, deps: LiveDeps) {
       },
       ...(audit ? { audit: auditVerdict(audit, new Date(at)) } : {}),
     };
-    previous = { at, counters, admitted, latency };
+    previous = { at, counters, admitted, latency, servers };
     return snapshot;
   };
 }

@@ -2,14 +2,21 @@
 // GET /console (operator console, admin token) and GET /store/:voucherId (an example buyer's page,
 // user token), and their plain ES modules and stylesheet under /assets/. The files are read
 // once, at start, from the committed sources (assets/ beside this module; `npm run build` copies
-// them into dist), and only those files are ever served.
+// them into dist), and only those files are ever served. The chart library is served from its npm
+// package as installed (no copy, no build step), under /assets/vendor/, by exact names.
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from 'typebox';
 import { ANSWER, type App, errorAnswers, IdString } from '../http.js';
 
 const ASSETS_DIR = fileURLToPath(new URL('./assets/', import.meta.url));
+/** /assets/ name → the package file it is read from. */
+const VENDOR: Record<string, string> = {
+  'vendor/uplot.esm.js': 'uplot/dist/uPlot.esm.js',
+  'vendor/uPlot.min.css': 'uplot/dist/uPlot.min.css',
+};
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -39,6 +46,8 @@ const PAYMENT_MODE_META = '<meta name="payment-mode" content="simulated">';
 
 export function registerWebRoutes(app: App, { paymentMode }: WebRouteDeps, assetsDir = ASSETS_DIR): void {
   const assets = readAssets(assetsDir);
+  const require = createRequire(import.meta.url);
+  for (const [name, file] of Object.entries(VENDOR)) assets.set(name, readFileSync(require.resolve(file)));
   const page = (name: string) => {
     const body = assets.get(name);
     if (!body) throw new Error(`web asset ${name} is missing from ${assetsDir}`);

@@ -1,6 +1,8 @@
 // The operator console: sign in with an admin token, list and create vouchers, and watch one
-// voucher live over ONE server-sent-events stream (GET /api/vouchers/:id/live).
+// voucher live over ONE server-sent-events stream (GET /api/vouchers/:id/live), as a table and
+// as time-series charts.
 import { createApi } from './lib/api.js';
+import { createCharts } from './lib/charts.js';
 import { byId, h, replace } from './lib/dom.js';
 import { isId } from './lib/ids.js';
 import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
@@ -16,6 +18,10 @@ const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
 let stopLive = null;
 /** The voucher on screen, the only one the actions may name. @type {string | null} */
 let openId = null;
+/** The open voucher's charts. @type {ReturnType<typeof createCharts> | null} */
+let charts = null;
+// What the charts draw, for the browser tests (test/web/console-charts.test.ts).
+Object.assign(window, { consoleCharts: { series: () => charts?.shown().series ?? null, markers: () => charts?.shown().markers ?? null } });
 
 function signOut(/** @type {string} */ message = '') {
   session.clear();
@@ -127,9 +133,11 @@ async function openVoucher(/** @type {string} */ id) {
   /** @type {Record<string, number[]>} */
   const history_ = { redisStock: [], claims: [], admissions: [], p99: [] };
   byId('live-status').textContent = 'connecting…';
+  const shown = createCharts(byId('charts'), voucher);
+  charts = shown;
   /** A queue voucher's queue (the public GET /queue), read with each snapshot. @type {any} */
   let queue = null;
-  stopLive = openEvents(`/api/vouchers/${id}/live`, session.get() ?? '', {
+  const stopEvents = openEvents(`/api/vouchers/${id}/live`, session.get() ?? '', {
     async onEvent(type, data) {
       if (type === 'snapshot') {
         if (voucher.queue) queue = await api.get(`/api/vouchers/${id}/queue`).catch(() => queue);
@@ -138,6 +146,7 @@ async function openVoucher(/** @type {string} */ id) {
         push(history_.claims, Object.values(/** @type {Record<string, number>} */ (data.claimsPerSecond)).reduce((a, b) => a + b, 0));
         push(history_.admissions, data.admissionsPerSecond);
         push(history_.p99, data.claimLatencyMs?.p99 ?? 0);
+        shown.update(data);
         renderLive(data, history_, voucher.queue ? queueLine(voucher, queue) : null);
         if (data.audit) renderVerdict(data.audit);
       } else if (type === 'error') {
@@ -149,6 +158,11 @@ async function openVoucher(/** @type {string} */ id) {
       byId('live-status').textContent = final ? `live view stopped: ${err.message}` : `reconnecting… (${err.message})`;
     },
   });
+  stopLive = () => {
+    stopEvents();
+    shown.destroy();
+    charts = null;
+  };
 }
 
 /** @param {number[]} list @param {number} value */
