@@ -18,7 +18,10 @@ const ReadinessBody = Type.Object(
       dataLostAt: Type.Optional(Type.String({ description: 'the last time this process saw Redis lose its data' })),
       dataLosses: Type.Integer({ minimum: 0 }),
     }),
-    database: Type.Object(Dependency),
+    database: Type.Object({
+      ...Dependency,
+      serverChangedAt: Type.Optional(Type.String({ description: 'when another database server than the one before began answering (a failover); degraded for a minute after' })),
+    }),
   },
   { description: 'each store\'s state and latency' },
 );
@@ -32,7 +35,7 @@ const healthSchema = {
 
 const readinessSchema = {
   tags: ['probes'],
-  summary: 'Readiness: 200 while Redis and the database answer within 800 ms (degraded: one is slow, or Redis lost its data in the last minute)',
+  summary: 'Readiness: 200 while Redis and the database answer within 800 ms (degraded: one is slow, Redis lost its data or the database failed over in the last minute)',
   security: [],
   response: {
     200: ReadinessBody,

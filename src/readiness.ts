@@ -12,6 +12,8 @@ import type { Db } from './infra/db/database.js';
 import type { DependencyState, RedisHealth, RedisWatch } from './infra/redis/redis-watch.js';
 
 const SLOW_DB_MS = 250;
+/** After another database server began answering (a failover), the database is reported degraded this long. */
+const SERVER_CHANGE_REPORTED_MS = 60_000;
 export const PROBE_DEADLINE_MS = 800;
 
 export interface DependencyReport {
@@ -20,10 +22,15 @@ export interface DependencyReport {
   error?: string;
 }
 
+export interface DatabaseReport extends DependencyReport {
+  /** When another server than the one before began answering (consistency/lost-orders.ts). */
+  serverChangedAt?: string;
+}
+
 export interface Readiness {
   status: 'ready' | 'degraded' | 'unavailable';
   redis: RedisHealth;
-  database: DependencyReport;
+  database: DatabaseReport;
 }
 
 /** Resolves as `probe` does, or rejects once `ms` have passed (the probe itself goes on). */
@@ -46,11 +53,27 @@ async function databaseReport(db: Db, deadlineMs: number): Promise<DependencyRep
   }
 }
 
-export function readinessCheck({ redisWatch, db, deadlineMs = PROBE_DEADLINE_MS }: { redisWatch: Pick<RedisWatch, 'check' | 'current'>; db: Db; deadlineMs?: number }): () => Promise<Readiness> {
+export interface ReadinessDeps {
+  redisWatch: Pick<RedisWatch, 'check' | 'current'>;
+  db: Db;
+  /** When another database server began answering (kept in Redis by the workers' watch). */
+  databaseChangedAt?: () => Promise<string | null>;
+  deadlineMs?: number;
+}
+
+/** The database's report, degraded for a minute after a change of server (a failover: what it lost is being stored again). */
+async function databaseWithChange(report: Promise<DependencyReport>, changedAt: Promise<string | null>): Promise<DatabaseReport> {
+  const [database, at] = await Promise.all([report, changedAt.catch(() => null)]);
+  if (!at) return database;
+  const recent = Date.now() - Date.parse(at) < SERVER_CHANGE_REPORTED_MS;
+  return { ...database, state: recent && database.state === 'ok' ? 'degraded' : database.state, serverChangedAt: at };
+}
+
+export function readinessCheck({ redisWatch, db, databaseChangedAt = async () => null, deadlineMs = PROBE_DEADLINE_MS }: ReadinessDeps): () => Promise<Readiness> {
   return async () => {
     const [redisAnswered, database] = await Promise.all([
       withinDeadline(redisWatch.check(), deadlineMs).then(() => true, () => false),
-      databaseReport(db, deadlineMs),
+      databaseWithChange(databaseReport(db, deadlineMs), withinDeadline(databaseChangedAt(), deadlineMs)),
     ]);
     const redis: RedisHealth = redisAnswered ? redisWatch.current() : { ...redisWatch.current(), state: 'down', latencyMs: null, error: `no answer within ${deadlineMs} ms` };
     const states = [redis.state, database.state];
@@ -69,7 +92,7 @@ export interface PublicDependency {
 export interface ReadinessAnswer {
   status: Readiness['status'];
   redis: PublicDependency & Pick<RedisHealth, 'dataLostAt' | 'dataLosses'>;
-  database: PublicDependency;
+  database: PublicDependency & Pick<DatabaseReport, 'serverChangedAt'>;
 }
 
 const NAMES = { redis: 'Redis', database: 'the database' } as const;
@@ -93,7 +116,7 @@ export function publicReadiness(check: () => Promise<Readiness>, log: Pick<Logge
     return {
       status,
       redis: { ...view('redis', redis), ...(redis.dataLostAt ? { dataLostAt: redis.dataLostAt } : {}), dataLosses: redis.dataLosses },
-      database: view('database', database),
+      database: { ...view('database', database), ...(database.serverChangedAt ? { serverChangedAt: database.serverChangedAt } : {}) },
     };
   };
 }

@@ -220,7 +220,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: 200 while Redis and the database answer within 800 ms (degraded: one is slow, or Redis lost its data in the last minute) */
+        /** Readiness: 200 while Redis and the database answer within 800 ms (degraded: one is slow, Redis lost its data or the database failed over in the last minute) */
         get: {
             parameters: {
                 query?: never;
@@ -255,6 +255,8 @@ export interface paths {
                                 latencyMs: number | null;
                                 /** @description when this process first saw it down */
                                 downSince?: string;
+                                /** @description when another database server than the one before began answering (a failover); degraded for a minute after */
+                                serverChangedAt?: string;
                             };
                         };
                     };

@@ -74,7 +74,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     httpLimits: httpLimits(config),
     corsOrigins: config.corsOrigins,
     trafficGuards: trafficGuards(config),
-    readiness: readinessCheck({ redisWatch: core.redisWatch, db }),
+    readiness: readinessCheck({ redisWatch: core.redisWatch, db, databaseChangedAt: () => core.lostOrders.changedAt() }),
     vouchers: {
       directory,
       redisState,

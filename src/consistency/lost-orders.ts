@@ -25,6 +25,8 @@ export interface LostOrders {
   check(): Promise<number>;
   /** Admits again every kept acknowledged order the database does not hold, now; the number restored. */
   restore(): Promise<number>;
+  /** When another database server than the one before began answering (ISO-8601), as the last check saw it; null: never. */
+  changedAt(): Promise<string | null>;
   /** Kept acknowledged orders (of one voucher and its segments' shards, or all) the database does not hold and nothing is storing. */
   missing(voucherId?: bigint, shards?: number[]): Promise<OrderEntry[]>;
 }
@@ -60,7 +62,7 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
 
   const lastServer = async () => {
     const kept = await redis.get(keys.databaseServer());
-    return kept ? (JSON.parse(kept) as ServerIdentity) : null;
+    return kept ? (JSON.parse(kept) as ServerIdentity & { changedAt?: string }) : null;
   };
 
   /** Restores what the new server lacks, once across processes: the others wait, then find it recorded. */
@@ -78,7 +80,7 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
         restored = await restore({ from: last, to: now });
       }
       // Recorded only once restored: a process that dies on the way leaves the next one to do it.
-      await redis.set(keys.databaseServer(), JSON.stringify(now));
+      await redis.set(keys.databaseServer(), JSON.stringify({ ...now, ...(last ? { changedAt: new Date().toISOString() } : {}) }));
       return restored;
     } finally {
       await mutex.release().catch(() => undefined);
@@ -94,6 +96,7 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
   return {
     check: () => (checking ??= checkOnce().finally(() => (checking = null))),
     restore: () => restore(),
+    changedAt: async () => (await lastServer())?.changedAt ?? null,
     missing,
   };
 }

@@ -46,6 +46,10 @@ describe('acknowledged orders the database lost', () => {
     // The server Redis remembers is another one: the workers' watch restores what the one answering lacks.
     await t.c.redis.set(t.c.keys.databaseServer(), JSON.stringify({ server: 'old-primary:3306:1', startedMs: 0 }));
     await waitFor('the lost orders to be stored again', async () => (await storedOf(lost)) === lost.length, 10_000);
+    // Said by /readyz for a minute: the database failed over.
+    const ready = (await t.app.inject({ method: 'GET', url: '/readyz' })).json();
+    assert.equal(ready.database.state, 'degraded');
+    assert.ok(Date.now() - Date.parse(ready.database.serverChangedAt) < 10_000, JSON.stringify(ready));
     await waitForDrain(t.c, v.id);
     const { audit } = await assertInvariants(t.c, v.id, admitted);
     assert.equal(audit.sold, 8);
