@@ -67,7 +67,12 @@ export function createLostOrders(deps: LostOrdersDeps): LostOrders {
 
   /** Restores what the new server lacks, once across processes: the others wait, then find it recorded. */
   const afterChange = async (now: ServerIdentity): Promise<number> => {
-    const mutex = new RefreshSafeMutex(redis, keys.databaseServerLock(), { lockTimeout: 10_000, acquireTimeout: 60_000 });
+    const mutex = new RefreshSafeMutex(redis, keys.databaseServerLock(), {
+      lockTimeout: 10_000,
+      acquireTimeout: 60_000,
+      // Another process may restore too: restore-3.lua admits an order once however often asked.
+      onLockLost: (err) => log.warn({ err }, 'lock of the restore after a database change lost'),
+    });
     await mutex.acquire();
     try {
       const last = await lastServer();
