@@ -15,6 +15,7 @@ import {
   install,
   leaderOf,
   type Member,
+  type PatroniCluster,
   memberLogs,
   patroniConfigFile,
   query,
@@ -36,11 +37,8 @@ const REST_PORT = 8008;
 /** Plus the member's index: one socket directory serves all, and a write's inet_server_port() names the member it landed on. */
 const PG_PORT = 5433;
 
-export interface PatroniHosts {
-  /** postgres://… through HAProxy: whichever member is the primary (the database left to the client). */
-  url: string;
-  /** The Patroni member name (and test host) of the current leader. */
-  leader(): Promise<string>;
+/** The cluster of support/patroni-cluster.ts (the member names are the test hosts'), partitioned rather than killed. */
+export interface PatroniHosts extends Pick<PatroniCluster, 'url' | 'leader' | 'stop'> {
   /**
    * Cuts the leader's host from the other two, both ways (HAProxy still reaches it); resolves with the
    * ms until a write through url succeeds on a new leader, once the old one has demoted itself too.
@@ -51,8 +49,6 @@ export interface PatroniHosts {
    * be), saying which member leads: the old leader may be the leader again (see below).
    */
   heal(): Promise<string>;
-  /** Idempotent: every process down, the hosts and the directory removed. */
-  stop(): Promise<void>;
 }
 
 export async function startPatroniOnHosts({ synchronous = false }: { synchronous?: boolean } = {}): Promise<PatroniHosts> {
