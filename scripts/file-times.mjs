@@ -1,6 +1,7 @@
 // A node:test reporter that writes where a pass's time went: per test file, the wall time from its
 // first reported event to its last, the sum of its top-level tests' durations, slowest first, and
-// how many tests it ran (suites not counted), so two runs' counts can be compared file by file.
+// how many tests it reported (suites not counted), so two runs' counts can be compared file by file
+// (a lower bound under --test-force-exit, which may drop a file's last reports: scripts/test.sh).
 // scripts/test.sh adds it beside the usual output; the table lands in $TEST_TIMES_FILE, written
 // synchronously after each file's top-level test: with --test-force-exit the process may end
 // before the reporter's stream does.

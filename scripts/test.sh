@@ -45,6 +45,10 @@ if [[ -n $chromium_install ]]; then
 fi
 # A test may run 3 minutes at most (unless it says otherwise), and a file whose tests are done
 # exits even if something it started still holds the event loop: a hang fails, never stalls CI.
+# The price of --test-force-exit: the runner may lose the reports of a file's last tests (they ran;
+# a failure still fails the file), so the counts are lower bounds (nodejs/node#64833: the same four
+# files counted 311–331 tests with it, 331 every time without). Without it, a pass hung on
+# test/infra/redis/close-connection.test.ts, which exits when run alone.
 # Beside the usual report, scripts/file-times.mjs writes each file's seconds to .test-times/<pass>.
 mkdir -p .test-times
 run_tests() {
