@@ -47,8 +47,10 @@ fi
 # exits even if something it started still holds the event loop: a hang fails, never stalls CI.
 # The price of --test-force-exit: the runner may lose the reports of a file's last tests (they ran;
 # a failure still fails the file), so the counts are lower bounds (nodejs/node#64833: the same four
-# files counted 311–331 tests with it, 331 every time without). Without it, a pass hung on
-# test/infra/redis/close-connection.test.ts, which exits when run alone.
+# files counted 311–331 tests with it, 331 every time without). Without it, a pass hangs: run side
+# by side, test/events/relay-faults.test.ts keeps an amqplib heartbeat of a connection left open and
+# test/infra/redis/close-connection.test.ts a BullMQ lock-extender timer and an ioredis reconnect
+# timer of the instance it closed on a dead Redis (each exits when run alone).
 # Beside the usual report, scripts/file-times.mjs writes each file's seconds to .test-times/<pass>.
 mkdir -p .test-times
 run_tests() {
