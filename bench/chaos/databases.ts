@@ -5,6 +5,8 @@
 //   PostgreSQL and MariaDB), whose replication link stalls before the primary goes: what the
 //   primary committed meanwhile is lost with it;
 // - patroni: PostgreSQL under Patroni in synchronous mode, three members, etcd, HAProxy;
+// - patroni-async: the same without synchronous mode (Patroni's default): a standby within
+//   maximum_lag_on_failover may be promoted without the leader's last commits;
 // - galera: a three-node MariaDB Galera cluster behind one writer;
 // - patroni-hosts: the Patroni cluster with each member on a test host of its own, so that the
 //   primary can be cut from its peers and from etcd while HAProxy still reaches it.
@@ -13,7 +15,7 @@ import { startPatroniCluster } from '../../support/patroni-cluster.js';
 import { startPostgresPair } from '../../support/private-postgres.js';
 import { startPatroniOnHosts } from './patroni-hosts.js';
 
-export const DATABASES = ['lagging-standby', 'patroni', 'galera', 'patroni-hosts'] as const;
+export const DATABASES = ['lagging-standby', 'patroni', 'patroni-async', 'galera', 'patroni-hosts'] as const;
 export type DatabaseKind = (typeof DATABASES)[number];
 
 export interface FailingDatabase {
@@ -56,15 +58,17 @@ async function laggingStandby(): Promise<FailingDatabase> {
   };
 }
 
-async function patroni(): Promise<FailingDatabase> {
-  const cluster = await startPatroniCluster({ synchronous: true });
+async function patroni(synchronous: boolean): Promise<FailingDatabase> {
+  const cluster = await startPatroniCluster({ synchronous });
   return {
     server: cluster.url,
-    fallBehind: async () => undefined, // synchronous: a commit waits for the standby Patroni would promote
+    // Synchronous: a commit waits for the standby Patroni would promote. Without: what it had not
+    // replayed at the kill is lost, as the load leaves it (nothing stalls it here).
+    fallBehind: async () => undefined,
     killPrimary: () => cluster.killLeader(),
     switchover: () => cluster.switchover(),
     notes: () => [],
-    ...noPartition('patroni'),
+    ...noPartition(synchronous ? 'patroni' : 'patroni-async'),
     stop: () => cluster.stop(),
   };
 }
@@ -104,5 +108,12 @@ async function galera(): Promise<FailingDatabase> {
 }
 
 export function startFailingDatabase(kind: DatabaseKind): Promise<FailingDatabase> {
-  return { 'lagging-standby': laggingStandby, patroni, galera, 'patroni-hosts': patroniOnHosts }[kind]();
+  const starts: Record<DatabaseKind, () => Promise<FailingDatabase>> = {
+    'lagging-standby': laggingStandby,
+    patroni: () => patroni(true),
+    'patroni-async': () => patroni(false),
+    galera,
+    'patroni-hosts': patroniOnHosts,
+  };
+  return starts[kind]();
 }
