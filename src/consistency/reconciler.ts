@@ -67,8 +67,9 @@ export interface ReconcilerDeps extends RedisRepairDeps {
   /** Buyer counts compared per pass (buyer-slices.ts' default unless set). */
   buyersPerPass?: number;
   /**
-   * Runs before Redis is compared with the database: orders a failed-over database lost go back
-   * in flight first (lost-orders.ts), or the comparison would move Redis toward the loss.
+   * Runs before a run compares Redis with the database (once per pass over every voucher): orders
+   * a failed-over database lost go back in flight first (lost-orders.ts), or the comparison would
+   * move Redis toward the loss.
    */
   beforeComparing?(): Promise<unknown>;
 }
@@ -80,8 +81,12 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const slices = createBuyerSlices({ db: deps.db, redis: deps.redis, keys: deps.keys, size: deps.buyersPerPass });
   const context: Context = { ...deps, dialect: dialectOf(deps.db), clean: new Map(), slices };
   return {
-    reconcileVoucher: (voucherId, options) => reconcileVoucher(context, voucherId, options),
+    async reconcileVoucher(voucherId, options) {
+      await deps.beforeComparing?.();
+      return reconcileVoucher(context, voucherId, options);
+    },
     async reconcileAll() {
+      await deps.beforeComparing?.();
       const reports: ReconcileReport[] = [];
       for (const id of await vouchersToReconcile(context)) {
         try {
@@ -114,7 +119,6 @@ async function reconcileVoucher(c: Context, voucherId: bigint, { allBuyers = fal
     await expireOverdueOrders(c, voucher, note);
     await relayStuckReleases(c, voucher, note);
     if (kindOf(voucher).redisGated) {
-      await c.beforeComparing?.();
       const outcome = await repairRedisState(c, voucher, note, c.clean, allBuyers ? null : c.slices);
       report.verified = outcome.verified;
       report.buyers = outcome.buyers;
