@@ -27,6 +27,7 @@ import { type QueueRouteDeps, registerQueueRoutes } from './queue/routes.js';
 import { registerWebRoutes, type WebRouteDeps } from './web/routes.js';
 import { type PaymentRouteDeps, registerPaymentRoutes } from './payments/routes.js';
 import { registerStripeWebhook, type StripeWebhookDeps } from './payments/stripe-webhook.js';
+import { registerRequestSpans } from './tracing/request-spans.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -41,6 +42,8 @@ export interface AppDeps {
   httpLimits: HttpLimits;
   /** CORS_ORIGINS (protection/cors.ts); empty: no CORS headers. */
   corsOrigins: string[];
+  /** A span per request (tracing on: tracing/request-spans.ts). */
+  requestSpans: boolean;
   trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
@@ -151,6 +154,8 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
 
 export async function buildApp(deps: AppDeps): Promise<App> {
   const app = createFastify(deps);
+  // First: the spans cover every hook, the protections' answers included.
+  if (deps.requestSpans) registerRequestSpans(app);
   app.decorateRequest('principal', null);
   registerErrorAnswers(app, deps.countError);
   const closing = await registerProtections(app, deps);

@@ -1,7 +1,7 @@
 // The one typed configuration schema. Every setting: env var, default, parser, doc line.
 // process.env is read here and nowhere else.
 import { availableParallelism } from 'node:os';
-import { addressList, hostPortList, int, intOrDerived, nonEmpty, oneOf, origins, type Parser, url } from './config/value-parsers.js';
+import { addressList, hostPortList, int, intOrDerived, nonEmpty, oneOf, origins, type Parser, ratio, url } from './config/value-parsers.js';
 
 interface Setting<T> {
   env: string;
@@ -125,6 +125,17 @@ export const settings = {
     'Largest request head (request line and headers) accepted; larger: 431 HEADERS_TOO_LARGE.'),
   shutdownGraceMs: setting('SHUTDOWN_GRACE_MS', '1000', int(0, 120_000),
     'On SIGTERM, how long the API keeps serving (answers carry Connection: close) before it stops listening and closes idle connections, so clients on keep-alive connections are not reset mid-request.'),
+  otelEndpoint: setting('OTEL_EXPORTER_OTLP_ENDPOINT', '', (raw) => (raw === '' ? '' : url('http:', 'https:')(raw)),
+    'OTLP/HTTP collector that traces go to (at /v1/traces under it); tracing is off while neither this nor OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (docs/operations.md: Tracing).'),
+  otelTracesEndpoint: setting('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', '', (raw) => (raw === '' ? '' : url('http:', 'https:')(raw)),
+    'The whole URL traces are POSTed to (OTLP/HTTP, JSON); overrides OTEL_EXPORTER_OTLP_ENDPOINT for traces.'),
+  otelServiceName: setting('OTEL_SERVICE_NAME', 'seckill', nonEmpty(), 'service.name of the spans.'),
+  otelTracesSampler: setting('OTEL_TRACES_SAMPLER', 'parentbased_always_on',
+    oneOf('always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'),
+    'Which traces are kept: the OpenTelemetry sampler names; parentbased_* follow the caller\'s traceparent decision when there is one.'),
+  otelBspScheduleDelayMs: setting('OTEL_BSP_SCHEDULE_DELAY', '5000', int(10, 600_000), 'Most milliseconds a finished span waits before it is sent (spans go in batches of up to 512).'),
+  otelTracesSamplerArg: setting('OTEL_TRACES_SAMPLER_ARG', '1', ratio,
+    'The share of traces the traceidratio samplers keep, 0 to 1 (e.g. 0.01: one in a hundred).'),
   overloadEventLoopDelayMs: setting('OVERLOAD_EVENT_LOOP_DELAY_MS', '0', int(0, 60_000),
     'Mean event-loop delay (sampled each second) above which the API answers 503 UNAVAILABLE with Retry-After instead of queueing; 0: off. ' +
       'Set it (e.g. 500) where the API has its cores to itself: on a shared machine, CPU taken by other processes looks the same.'),

@@ -96,6 +96,12 @@ const cases: Record<Key, Case> = {
   shutdownGraceMs: { good: ['0', 0], bad: ['-1', '120001'] },
   overloadEventLoopDelayMs: { good: ['500', 500], bad: ['-1', '60001'] },
   overloadHeapUsedMb: { good: ['0', 0], bad: ['-1', '1048577', 'lots'] },
+  otelEndpoint: { good: ['http://collector:4318', 'http://collector:4318'], bad: ['collector:4318', 'grpc://collector:4317'] },
+  otelTracesEndpoint: { good: ['https://collector/v1/traces', 'https://collector/v1/traces'], bad: ['ftp://collector'] },
+  otelServiceName: { good: ['shop-seckill', 'shop-seckill'], bad: [] },
+  otelTracesSampler: { good: ['parentbased_traceidratio', 'parentbased_traceidratio'], bad: ['ratio', 'ALWAYS_ON'] },
+  otelBspScheduleDelayMs: { good: ['200', 200], bad: ['9', 'soon'] },
+  otelTracesSamplerArg: { good: ['0.01', 0.01], bad: ['1.5', '-0.1', 'half', '1e-2'] },
 };
 
 const entries = Object.entries(settings) as [Key, (typeof settings)[Key]][];

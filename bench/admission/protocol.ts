@@ -20,6 +20,9 @@ export type Base = (typeof BASES)[number];
  *               `seckill serve` runs with API_PROCESSES=2; the only knob `bare` takes too
  *   console     an operator watches the sale: the console's live stream of the voucher
  *               (GET /api/vouchers/:id/live, one snapshot a second) is open for the whole scenario
+ *   trace1, trace100  tracing on (OTEL_TRACES_SAMPLER=parentbased_traceidratio at 0.01 or 1, the
+ *               claims sending no traceparent), its spans exported to an OTLP/HTTP receiver of the
+ *               driver's that only counts them: what one trace per order costs the API
  *   node20, node26  the server child on Node 20 or 26 (the registry's binary package,
  *               bench/support/node-lines.ts) instead of the Node running the driver (24): the
  *               same work on each supported line and on the one before; `bare` takes them too
@@ -29,7 +32,7 @@ export type Base = (typeof BASES)[number];
  *   fsync       ADMIT_DURABILITY=fsync on a redis-server with appendonly yes, appendfsync always
  *   replica     ADMIT_DURABILITY=replica on a master with one replica (WAIT 1 after each admit call)
  */
-export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'console', 'private', 'fsync', 'replica', 'node20', 'node26'] as const;
+export const KNOBS = ['stub-claim', 'worker', 'buckets', 'keyed', 'cluster', 'console', 'trace1', 'trace100', 'private', 'fsync', 'replica', 'node20', 'node26'] as const;
 export type Knob = (typeof KNOBS)[number];
 
 /** Processes of a `+cluster` server: one per core of this 2-core machine. */
@@ -76,7 +79,15 @@ export interface ServerEnv {
   BENCH_REDIS_URL: string;
   /** mysql://user@host:port, without a database. */
   BENCH_MYSQL_SERVER: string;
+  /** The driver's OTLP receiver (scenarios with a trace knob). */
+  BENCH_OTLP_URL?: string;
 }
+
+/** The share of claims a trace knob samples. */
+export const traceRatioOf = (s: Scenario): number | undefined => {
+  const knob = s.knobs.find((k) => k.startsWith('trace'));
+  return knob ? Number(knob.slice('trace'.length)) / 100 : undefined;
+};
 
 export type Command = 'state' | 'profile-start' | 'profile-stop' | 'stop';
 

@@ -13,7 +13,8 @@ import { Redis } from 'ioredis';
 import { machineBusyUs } from '../../src/loadgen/machine.js';
 import { readFlags } from '../support/flags.js';
 import { type OwnRedis, redisCpuUs, startOwnRedis } from './own-redis.js';
-import { type Command, durabilityKnobOf, nodeLineOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { type Command, durabilityKnobOf, nodeLineOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage, traceRatioOf } from './protocol.js';
+import { OtlpReceiver } from '../../support/otlp-receiver.js';
 import { nodeOfLine } from '../support/node-lines.js';
 import { median } from '../support/stats.js';
 
@@ -27,6 +28,8 @@ const TARGET_FSYNC_P99_MS = 25;
 const TARGET_SOLDOUT_RATIO = 0.8;
 /** Admission with both token buckets on against admission without, same round. */
 const TARGET_BUCKETS_RATIO = 0.9;
+/** Server CPU per admission with tracing on at a 1 % sample against off, same round. */
+const TARGET_TRACE1_CPU_RATIO = 1.05;
 /** On 2 cores, anything more than this much foreign CPU visibly slows the run. */
 const OTHER_CORES_WARN = 0.2;
 
@@ -210,14 +213,15 @@ interface Result {
   profile: string | null;
 }
 
-async function runScenario(scenario: Scenario, round: number, o: Options, tokens: Tokens, secret: string, redis: Redis): Promise<Result> {
+async function runScenario(scenario: Scenario, round: number, o: Options, tokens: Tokens, secret: string, redis: Redis, otlp: OtlpReceiver | null): Promise<Result> {
   // Redis prefix and database name: unique per run and scenario, at most 32 of [A-Za-z0-9_].
   const name = `bench_admission_${process.pid}_${round}_${o.scenarios.indexOf(scenario)}`;
   note(`[${scenario.label} #${round}] starting (${name})`);
   const knob = durabilityKnobOf(scenario);
   const own: OwnRedis | null = knob ? await startOwnRedis(knob) : null;
   const redisCpu = () => (own ? own.cpuUs() : redisCpuUs(redis));
-  const server = await startServer(scenario, { BENCH_NAME: name, BENCH_JWT_SECRET: secret, BENCH_REDIS_URL: own?.url ?? o.redisUrl, BENCH_MYSQL_SERVER: o.mysqlServer }).catch(
+  const traced = traceRatioOf(scenario) !== undefined && otlp ? { BENCH_OTLP_URL: otlp.url } : {};
+  const server = await startServer(scenario, { BENCH_NAME: name, BENCH_JWT_SECRET: secret, BENCH_REDIS_URL: own?.url ?? o.redisUrl, BENCH_MYSQL_SERVER: o.mysqlServer, ...traced }).catch(
     async (err: unknown) => {
       await own?.stop();
       throw err;
@@ -409,6 +413,9 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
     soldoutOk: soldout?.ratio != null ? soldout.ratio >= TARGET_SOLDOUT_RATIO : null,
     bucketsRatio: buckets,
     bucketsOk: buckets !== null ? buckets >= TARGET_BUCKETS_RATIO : null,
+    /** Server CPU per admission with tracing on (1 % and 100 % sampled) over off, same round. */
+    trace1CpuRatio: sameRoundCpuRatio(results, 'admission+trace1', 'admission'),
+    trace100CpuRatio: sameRoundCpuRatio(results, 'admission+trace100', 'admission'),
     /** What each ADMIT_DURABILITY costs, against memory on a private Redis of the same kind. */
     durability: privateRedis
       ? {
@@ -464,6 +471,11 @@ function report(results: Result[], o: Options): { text: string; verdict: object;
     const ratio = buckets === null ? notMeasured : `${pct(buckets)} (target >= ${TARGET_BUCKETS_RATIO * 100}%: ${met(verdict.bucketsOk)})`;
     lines.push(`admission+buckets / admission: ${ratio}`);
   }
+  for (const [label, ratio, target] of [['trace1', verdict.trace1CpuRatio, TARGET_TRACE1_CPU_RATIO], ['trace100', verdict.trace100CpuRatio, null]] as const) {
+    if (!results.some((r) => r.scenario === `admission+${label}`) || !admission) continue;
+    const goal = target === null ? '' : ` (target <= ${target}x: ${met(ratio !== null && ratio <= target)})`;
+    lines.push(`admission+${label} / admission, server CPU per request: ${ratio === null ? notMeasured : `${f(ratio, 3)}x${goal}`}`);
+  }
   for (const r of results) {
     const tag = `${r.scenario} #${r.round}`;
     if (r.tokensWrapped) lines.push(`INVALID ${tag}: users repeated; raise --tokens`);
@@ -482,16 +494,20 @@ async function main(): Promise<void> {
   note(`signing ${o.tokens} tokens...`);
   const tokens = signTokens(secret, o.tokens);
   const redis = new Redis(o.redisUrl, { connectionName: 'bench-driver' });
+  // Spans go somewhere real (an HTTP round trip per export), counted and dropped.
+  const otlp = o.scenarios.some((s) => traceRatioOf(s) !== undefined) ? await OtlpReceiver.start({ keep: false }) : null;
   const results: Result[] = [];
   try {
     for (let round = 1; round <= o.rounds; round++) {
-      for (const scenario of o.scenarios) results.push(await runScenario(scenario, round, o, tokens, secret, redis));
+      for (const scenario of o.scenarios) results.push(await runScenario(scenario, round, o, tokens, secret, redis, otlp));
       // Compare within a round: the VM's speed drifts over minutes, two scenarios seconds apart less so.
       const bare = results.find((r) => r.round === round && r.scenario === 'bare');
       if (bare) for (const r of results) if (r.round === round && !r.disturbed && !bare.disturbed) r.ratio = r.load.rps / bare.load.rps;
     }
   } finally {
     await redis.quit();
+    if (otlp) note(`OTLP receiver: ${otlp.count} spans in ${otlp.requests} exports`);
+    await otlp?.close();
   }
   const { text, verdict, ok } = report(results, o);
   if (o.json) {

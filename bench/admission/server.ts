@@ -18,7 +18,8 @@ import { createRedis, redisReady } from '../../src/infra/redis/connections.js';
 import { processCpuUs } from '../../src/loadgen/machine.js';
 import { createLogger } from '../../src/logger.js';
 import { deleteKeys } from '../../support/redis-keys.js';
-import { CLUSTER_PROCESSES, type Command, DURABILITY_KNOBS, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage } from './protocol.js';
+import { startTracing } from '../../src/tracing/tracing.js';
+import { CLUSTER_PROCESSES, type Command, DURABILITY_KNOBS, durabilityKnobOf, parseScenario, type Scenario, type ServerEnv, type ServerMessage, traceRatioOf } from './protocol.js';
 
 const PROFILE_DIR = fileURLToPath(new URL('./profiles/', import.meta.url));
 /** No run sells this out (the API caps stock at 10,000,000). */
@@ -58,7 +59,16 @@ function benchConfig(scenario: Scenario): Config {
     LOG_LEVEL: 'silent',
     ...(scenario.knobs.includes('buckets') ? GENEROUS_BUCKETS : {}),
     ADMIT_DURABILITY: DURABILITY_KNOBS[durabilityKnobOf(scenario) ?? 'private'].durability,
+    ...tracingEnv(scenario, env.BENCH_OTLP_URL),
   });
+}
+
+/** A trace knob's settings: the standard variables, as an operator sets them. */
+function tracingEnv(scenario: Scenario, otlpUrl: string | undefined): Record<string, string> {
+  const ratio = traceRatioOf(scenario);
+  if (ratio === undefined) return {};
+  if (!otlpUrl) throw new Error('BENCH_OTLP_URL missing for a trace knob');
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: String(ratio) };
 }
 
 /** The app as `seckill serve` builds it, with the scenario's knobs applied. */
@@ -90,6 +100,7 @@ async function appTarget(scenario: Scenario): Promise<Target> {
     await dropDatabase(config.databaseUrl);
   };
   try {
+    await startTracing(config);
     c = await createContainer(config, createLogger(config.logLevel), { migrate: true });
     // With +cluster, this app only sets the voucher up; the children answer the load.
     const app = scenario.knobs.includes('cluster') ? await buildApp(c.appDeps) : await benchApp(c, scenario);

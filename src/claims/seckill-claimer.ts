@@ -24,9 +24,10 @@ import type { VoucherRedisState } from '../vouchers/redis-state.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard } from '../vouchers/segments.js';
 import type { AdmitOne, AdmitOneOptions } from './admission-batch.js';
-import type { Claim, Claimer } from './claim.js';
+import type { Claim, Claimed, Claimer } from './claim.js';
 import { ADMIT_OUTCOME, admitErrorOf, soldOutError, unitsOutOfReachError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
+import { activeTraceParent, inSpan } from '../tracing/spans.js';
 
 /**
  * Longest a claim keeps borrowing while units are left somewhere but out of its reach (other
@@ -70,13 +71,9 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
     return verified ? admit(claim.voucher.id, input, options) : result;
   }
 
-  return async function claimSeckill(claim) {
-    const cached = soldOut.answer(claim.voucher, claim.userId, claim.idempotencyKey !== undefined);
-    if (cached) {
-      onOutcome?.('sold_out_cached');
-      throw soldOutError(cached.waitlisted);
-    }
-    const input = { userId: claim.userId, orderId: ids.next(), quantity: claim.quantity, idempotencyKey: claim.idempotencyKey };
+  async function admitClaim(claim: Claim): Promise<Claimed> {
+    // A traced claim's entry carries this span: the batch that stores the order joins its trace.
+    const input = { userId: claim.userId, orderId: ids.next(), quantity: claim.quantity, idempotencyKey: claim.idempotencyKey, traceParent: activeTraceParent() };
     const askedAt = soldOut.stamp();
     let result: AdmitResult;
     // A segment's `closed` speaks for the voucher only once no other segment has a unit either.
@@ -103,5 +100,14 @@ export function claimSeckillUseCase({ ids, admit, redisState, soldOut, keys, mov
     const rejected = admitErrorOf(result, claim.voucher);
     if (rejected) throw rejected;
     return { orderId: result.orderId, status: 'processing', fresh: result.code === AdmitCode.ADMITTED };
+  }
+
+  return async function claimSeckill(claim) {
+    const cached = soldOut.answer(claim.voucher, claim.userId, claim.idempotencyKey !== undefined);
+    if (cached) {
+      onOutcome?.('sold_out_cached');
+      throw soldOutError(cached.waitlisted);
+    }
+    return inSpan('seckill admit', { 'seckill.voucher.id': claim.voucher.id.toString(), 'seckill.quantity': claim.quantity }, () => admitClaim(claim));
   };
 }

@@ -3,6 +3,7 @@
 // claim first takes a per-user lock (renewed by a watchdog while the claim runs), so one user's
 // claims on a voucher run one at a time, and a claim whose lock was lost before the commit takes
 // nothing. The database stays the judge of stock and per-user limit either way.
+import { activeTraceParent } from '../tracing/spans.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import { sql, type Transaction } from 'kysely';
 import { AppError } from '../errors.js';
@@ -105,6 +106,8 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: 
     await takeStock(trx, new Map([[voucherId, q]]));
     await addHeld(trx, [{ voucherId, userId, quantity: q }]);
     const orderId = ids.next().toString();
+    // A traced claim's order and event keep its request's span: what is done to the order later joins that trace.
+    const traceParent = activeTraceParent() ?? null;
     await trx
       .insertInto('orders')
       .values({
@@ -120,10 +123,11 @@ async function storeClaim(db: Db, ids: IdGenerator, claim: Claim, eventOutbox?: 
         // A voucher's price never changes: the cached definition is exact.
         amount: claim.voucher.price * q,
         currency: claim.voucher.currency,
+        ...(traceParent ? { trace_parent: traceParent } : {}),
       })
       .execute();
     await addOrderCounts(trx, [{ voucherId, status: 'pending_payment', by: 1 }], { voucherLocked: true });
-    await eventOutbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q }]);
+    await eventOutbox?.write(trx, [{ type: 'stored', status: 'pending_payment', orderId, voucherId, userId, quantity: q, traceParent }]);
 
     // Last moment to undo. The watchdog notices a loss only at its next renewal, so the lock is
     // a fail-fast guard; the locked rows above are what keep the limit.

@@ -11,6 +11,7 @@ import { createLogger } from '../logger.js';
 import { migrateDatabase } from './migrate.js';
 import { forkProcesses } from './processes.js';
 import { exitOnSignal } from './shutdown.js';
+import { startTracing } from '../tracing/tracing.js';
 
 export interface ServeOptions {
   migrate: boolean;
@@ -30,6 +31,7 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
   checkWebhookSettings(config);
   if (config.apiProcesses > 1 && cluster.isPrimary) return supervise(config, options);
   const log = createLogger(config.logLevel);
+  const tracing = await startTracing(config);
   // One process of several: /metrics answers for all of them.
   const clusterMetrics = cluster.isWorker ? joinClusterMetrics() : null;
   // Signals count from the start: a process stopped while it starts still exits cleanly.
@@ -38,6 +40,7 @@ export async function serve(config: Config, options: ServeOptions): Promise<void
   exitOnSignal(log, async () => {
     await app?.close();
     await container?.close();
+    await tracing.close();
   });
   // Children of a supervisor: it has migrated already, once.
   container = await createContainer(config, log, { migrate: options.migrate && cluster.isPrimary });

@@ -18,6 +18,13 @@ export const int = (min: number, max: number): Parser<number> => (raw) => {
   return n;
 };
 
+/** A share from 0 to 1 (a decimal). */
+export const ratio: Parser<number> = (raw) => {
+  const n = Number(raw.trim());
+  if (!/^\s*(0|1|0?\.\d+|1\.0*)\s*$/.test(raw) || !(n >= 0 && n <= 1)) throw new Error(`expected a number from 0 to 1, got "${raw}"`);
+  return n;
+};
+
 export const url = (...protocols: string[]): Parser<string> => (raw) => {
   let parsed: URL;
   try {

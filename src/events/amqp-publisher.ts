@@ -90,6 +90,7 @@ class AmqpPublisher implements EventPublisher {
         type: m.type,
         contentType: 'application/json',
         timestamp: Math.floor(m.atMs / 1000),
+        ...(m.traceParent ? { headers: { traceparent: m.traceParent } } : {}),
       });
     }
     try {

@@ -11,7 +11,8 @@ import { dialectOf } from '../infra/db/dialect.js';
 import { PollLoop } from '../poll-loop.js';
 import { Backoff } from '../retry-backoff.js';
 import type { EventPublisher } from './amqp-publisher.js';
-import { messageOf, type OutboxRow } from './message.js';
+import type { OutboxRow } from './message.js';
+import { endSending, sendingMessage } from './message-spans.js';
 
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5_000;
@@ -93,7 +94,14 @@ export class EventRelay {
           .execute();
         const sendable = sendableInOrder(claimed, unsent);
         if (sendable.length === 0) return { claimed: claimed.length, sent: 0 };
-        await publisher.publishConfirmed(sendable.map(messageOf));
+        const sent = sendable.map((row) => sendingMessage(row, 'publish'));
+        await publisher.publishConfirmed(sent.map((m) => m.message)).then(
+          () => endSending(sent),
+          (err: unknown) => {
+            endSending(sent, err);
+            throw err;
+          },
+        );
         await afterConfirm?.();
         await dialectOf(trx).limitDelete(trx.deleteFrom('order_events').where('event_id', 'in', sendable.map((r) => r.event_id)), sendable.length).execute();
         return { claimed: claimed.length, sent: sendable.length };

@@ -19,6 +19,7 @@ export interface OutboxRow {
   quantity: number;
   status: string;
   created_at: Date;
+  trace_parent: string | null;
 }
 
 export interface EventMessage {
@@ -28,6 +29,8 @@ export interface EventMessage {
   body: Buffer;
   /** Milliseconds since the epoch (the AMQP timestamp property is in seconds; this stays exact). */
   atMs: number;
+  /** W3C traceparent sent with it (AMQP header, webhook header) when the event is traced. */
+  traceParent?: string;
 }
 
 export function messageOf(row: OutboxRow): EventMessage {

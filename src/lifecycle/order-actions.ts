@@ -10,6 +10,7 @@ import type { EventOutbox } from '../orders/event-outbox.js';
 import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderView } from '../orders/order.js';
 import type { Releases } from './releases.js';
+import { withOrderSpans } from '../tracing/order-spans.js';
 
 type GetOrder = (caller: Principal, orderId: bigint) => Promise<OrderView>;
 
@@ -67,14 +68,17 @@ export function payOrderUseCase({ db, getOrder, releases, pubsub: events, eventO
         .where('expires_at', '>', now)
         .executeTakeFirst();
       if (paid.numUpdatedRows !== 1n) return false;
-      const row = await trx.selectFrom('orders').select(['voucher_id', 'quantity', 'amount', 'currency']).where('id', '=', id).executeTakeFirstOrThrow();
-      await trx
-        .insertInto('payments')
-        .values({ provider: SIMULATED_PROVIDER, payment_id: id, order_id: id, voucher_id: row.voucher_id, amount: row.amount, currency: row.currency, status: 'applied', reason: null })
-        .execute();
-      await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
-      await outbox?.write(trx, [{ type: 'paid', status: 'paid', orderId: id, voucherId: row.voucher_id, userId, quantity: row.quantity }]);
-      return true;
+      const row = await trx.selectFrom('orders').select(['id', 'voucher_id', 'quantity', 'amount', 'currency', 'trace_parent']).where('id', '=', id).executeTakeFirstOrThrow();
+      return withOrderSpans('order payment', [row], async (spans) => {
+        await trx
+          .insertInto('payments')
+          .values({ provider: SIMULATED_PROVIDER, payment_id: id, order_id: id, voucher_id: row.voucher_id, amount: row.amount, currency: row.currency, status: 'applied', reason: null })
+          .execute();
+        await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
+        const traceParent = spans.traceParent(id);
+        await outbox?.write(trx, [{ type: 'paid', status: 'paid', orderId: id, voucherId: row.voucher_id, userId, quantity: row.quantity, traceParent }]);
+        return true;
+      });
     });
 
   return async function payOrder(caller: Principal, orderId: bigint): Promise<OrderView> {

@@ -18,6 +18,8 @@ export interface LockedOrder {
   voucher_id: string;
   user_id: string;
   quantity: number;
+  /** The traceparent the order keeps (tracing/order-spans.ts); null or absent: untraced. */
+  trace_parent?: string | null;
 }
 
 const byId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);

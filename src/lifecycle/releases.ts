@@ -16,8 +16,9 @@ import type { EventOutbox } from '../orders/event-outbox.js';
 import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { ReleaseRelay } from './release-relay.js';
 import { type LockedOrder, type ReleaseStatus, releaseLocked } from './release.js';
+import { withOrderSpans } from '../tracing/order-spans.js';
 
-const COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity'] as const;
+const COLUMNS = ['id', 'voucher_id', 'user_id', 'quantity', 'trace_parent'] as const;
 
 export interface Releases {
   /** Expires up to `limit` due orders (only `orderId` or only `voucherId`'s, if given); returns how many. */
@@ -56,11 +57,13 @@ export function createReleases({ db, releaseRelay: relay, pubsub: events, log, e
       .setIsolationLevel('read committed')
       .execute(async (trx) => {
         const locked = await lock(trx);
-        await releaseLocked(trx, locked, status);
-        // releaseLocked holds the vouchers' rows now.
-        await addOrderCounts(trx, moved(locked, 'pending_payment', status), { voucherLocked: true });
-        await outbox?.write(trx, locked.map(eventOf(status)));
-        return locked;
+        return withOrderSpans(`order ${status}`, locked, async (spans) => {
+          await releaseLocked(trx, locked, status);
+          // releaseLocked holds the vouchers' rows now.
+          await addOrderCounts(trx, moved(locked, 'pending_payment', status), { voucherLocked: true });
+          await outbox?.write(trx, locked.map((o) => ({ ...eventOf(status)(o), traceParent: spans.traceParent(o.id) })));
+          return locked;
+        });
       });
     if (orders.length === 0) return orders;
     outbox?.committed();

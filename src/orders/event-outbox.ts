@@ -19,6 +19,8 @@ export interface OutboxEvent {
   quantity: number;
   /** The order's status after the event (`processing` for a promotion not stored yet). */
   status: string;
+  /** The traceparent of the span that made the change, when traced: the event's publish and delivery join it. */
+  traceParent?: string | null;
 }
 
 /** Where events go: RabbitMQ (EVENTS_AMQP_URL set), webhooks (WEBHOOK_URL set), either, both or neither. */
@@ -41,10 +43,14 @@ export interface EventOutbox {
 
 /** One multi-row INSERT, built by hand like the pipeline's order insert (cheap on 500 rows). */
 export function insertEventsSql(dialect: SqlDialect, events: OutboxEvent[]): string {
+  // The trace column only when an event is traced: an untraced write's statement is unchanged.
+  const traced = events.some((e) => e.traceParent);
   const values = events.map(
-    (e) => `(${int(e.orderId)},${int(e.voucherId)},${int(e.userId)},${text(dialect, e.type)},${int(e.quantity)},${text(dialect, e.status)})`,
+    (e) =>
+      `(${int(e.orderId)},${int(e.voucherId)},${int(e.userId)},${text(dialect, e.type)},${int(e.quantity)},${text(dialect, e.status)}` +
+      `${traced ? `,${text(dialect, e.traceParent ?? null)}` : ''})`,
   );
-  return `insert into order_events (order_id, voucher_id, user_id, type, quantity, status) values ${values.join(',')}`;
+  return `insert into order_events (order_id, voucher_id, user_id, type, quantity, status${traced ? ', trace_parent' : ''}) values ${values.join(',')}`;
 }
 
 /**
@@ -52,7 +58,7 @@ export function insertEventsSql(dialect: SqlDialect, events: OutboxEvent[]): str
  * columns and the same ids: a receiver and a RabbitMQ consumer see one event id.
  */
 function copyToWebhooksSql(eventIds: string[]): string {
-  const columns = 'event_id, order_id, voucher_id, user_id, type, quantity, status, created_at';
+  const columns = 'event_id, order_id, voucher_id, user_id, type, quantity, status, created_at, trace_parent';
   return `insert into webhook_events (${columns}) select ${columns} from order_events where event_id in (${eventIds.map(int).join(',')})`;
 }
 

@@ -16,6 +16,7 @@ import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
 import type { OrderRepository } from '../orders/repository.js';
 import { type ConfirmPayment, lockOrder, type Once, OrderMissing, type PaymentInput, type PaymentOutcome } from './payment.js';
+import { withOrderSpans } from '../tracing/order-spans.js';
 
 export interface PaymentDeps {
   db: Db;
@@ -38,8 +39,8 @@ type Decision =
   | { kind: 'applied' | 'refund_due'; reason: RefundReason | null; orderId: string; now: boolean; pending: boolean }
   | { kind: 'replayed' };
 
-const eventOf = (row: NonNullable<LockedRow>, type: OutboxEvent['type'], status: string): OutboxEvent => ({
-  type, status, orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity,
+const eventOf = (row: NonNullable<LockedRow>, type: OutboxEvent['type'], status: string, traceParent: string | null): OutboxEvent => ({
+  type, status, orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity, traceParent,
 });
 
 /** Why a payment cannot pay this order (its row locked, the conditional update refused it). */
@@ -54,12 +55,12 @@ export function confirmPaymentUseCase(deps: PaymentDeps): ConfirmPayment {
   const { db, orders, inflight, releases, pubsub, eventOutbox: outbox, onPaid, countPayment } = deps;
   const { now } = dialectOf(db);
 
-  async function apply(trx: Trx, row: NonNullable<LockedRow>, input: PaymentInput): Promise<boolean> {
+  async function apply(trx: Trx, row: NonNullable<LockedRow>, input: PaymentInput, traceParent: string | null): Promise<boolean> {
     const payable = row.status === 'pending_payment' && Number(row.unexpired) === 1 && BigInt(row.amount) === BigInt(input.amount) && row.currency === input.currency;
     if (!payable) return false;
     await trx.updateTable('orders').set({ status: 'paid', paid_at: now }).where('id', '=', row.id).execute();
     await addOrderCounts(trx, moved([row], 'pending_payment', 'paid'), { voucherLocked: false });
-    await outbox?.write(trx, [eventOf(row, 'paid', 'paid')]);
+    await outbox?.write(trx, [eventOf(row, 'paid', 'paid', traceParent)]);
     return true;
   }
 
@@ -76,17 +77,19 @@ export function confirmPaymentUseCase(deps: PaymentDeps): ConfirmPayment {
         .where('payment_id', '=', input.paymentId)
         .executeTakeFirst();
       if (seen) return { kind: seen.status, reason: seen.reason, orderId: seen.order_id, now: false, pending: false };
-      const applied = await apply(trx, row, input);
-      const reason = applied ? null : refusal(row, input);
-      await trx
-        .insertInto('payments')
-        .values({
-          provider: input.provider, payment_id: input.paymentId, order_id: row.id, voucher_id: row.voucher_id,
-          amount: input.amount, currency: input.currency, status: applied ? 'applied' : 'refund_due', reason,
-        })
-        .execute();
-      if (!applied) await outbox?.write(trx, [eventOf(row, 'refund_due', row.status)]);
-      return { kind: applied ? 'applied' : 'refund_due', reason, orderId: row.id, now: true, pending: row.status === 'pending_payment' };
+      return withOrderSpans('order payment', [row], async (spans) => {
+        const applied = await apply(trx, row, input, spans.traceParent(row.id));
+        const reason = applied ? null : refusal(row, input);
+        await trx
+          .insertInto('payments')
+          .values({
+            provider: input.provider, payment_id: input.paymentId, order_id: row.id, voucher_id: row.voucher_id,
+            amount: input.amount, currency: input.currency, status: applied ? 'applied' : 'refund_due', reason,
+          })
+          .execute();
+        if (!applied) await outbox?.write(trx, [eventOf(row, 'refund_due', row.status, spans.traceParent(row.id))]);
+        return { kind: applied ? 'applied' : 'refund_due', reason, orderId: row.id, now: true, pending: row.status === 'pending_payment' } as const;
+      });
     });
 
   const read = async (orderId: string) => (await orders.findById(BigInt(orderId)))!;

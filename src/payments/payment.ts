@@ -55,7 +55,7 @@ export class OrderMissing extends Error {}
 export const lockOrder = (trx: Transaction<Database>, orderId: bigint) =>
   trx
     .selectFrom('orders')
-    .select(['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency'])
+    .select(['id', 'voucher_id', 'user_id', 'quantity', 'status', 'amount', 'currency', 'trace_parent'])
     .select(sql<number | boolean>`case when expires_at > ${dialectOf(trx).now} then 1 else 0 end`.as('unexpired'))
     .where('id', '=', orderId.toString())
     .forUpdate()

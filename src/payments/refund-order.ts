@@ -14,6 +14,7 @@ import { addOrderCounts, moved } from '../orders/order-counts.js';
 import type { OrderPubSub } from '../orders/order-pubsub.js';
 import type { OrderView } from '../orders/order.js';
 import { lockOrder, OrderMissing, type RefundOrder, type RefundOutcome } from './payment.js';
+import { withOrderSpans } from '../tracing/order-spans.js';
 
 export interface RefundDeps {
   db: Db;
@@ -51,11 +52,14 @@ export function refundOrderUseCase({ db, findOrder, releaseRelay: relay, pubsub,
           .where('vouchers.end_at', '>', now)
           .where('queue_draws.closed_at', 'is', null)
           .executeTakeFirst()) !== undefined;
-      await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).execute();
-      if (open) await giveBack(trx, [row]); // locks the voucher row first
-      await addOrderCounts(trx, moved([row], 'paid', 'refunded'), { voucherLocked: open });
-      await outbox?.write(trx, [{ type: 'refunded', status: 'refunded', orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity }]);
-      return { kind: 'refunded', now: true, restocked: open };
+      return withOrderSpans('order refund', [row], async (spans) => {
+        await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).execute();
+        if (open) await giveBack(trx, [row]); // locks the voucher row first
+        await addOrderCounts(trx, moved([row], 'paid', 'refunded'), { voucherLocked: open });
+        const traceParent = spans.traceParent(row.id);
+        await outbox?.write(trx, [{ type: 'refunded', status: 'refunded', orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity, traceParent }]);
+        return { kind: 'refunded', now: true, restocked: open } as const;
+      });
     });
 
   return async function refundOrder(orderId, { restock = true }, once): Promise<RefundOutcome> {

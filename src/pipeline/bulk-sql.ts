@@ -25,6 +25,8 @@ export interface OrderRow {
   currency: string;
   /** The claim's Idempotency-Key, unique per voucher and buyer (null: none, or taken by another order). */
   idempotencyKey: string | null;
+  /** The traceparent later work on the order joins (null: untraced). */
+  traceParent: string | null;
 }
 
 const DATETIME_MIN_MS = Date.UTC(1000, 0, 1);
@@ -48,11 +50,14 @@ function lastDatetime(): (ms: number) => string {
 export function insertOrdersSql(dialect: SqlDialect, rows: OrderRow[], nowMs: number): string {
   const created = lastDatetime();
   const expires = lastDatetime();
+  // The trace column only in a batch with a traced order: an untraced batch's statement is unchanged.
+  const traced = rows.some((r) => r.traceParent !== null);
   const values = rows.map(
     (r) =>
       `(${int(r.id)},${int(r.voucherId)},${int(r.userId)},${int(r.quantity)},${text(dialect, r.status)},${created(r.createdAt.getTime())},` +
       `${r.paymentTimeoutSeconds === null ? 'NULL' : expires(nowMs + r.paymentTimeoutSeconds * 1000)},${text(dialect, r.failureReason)},${int(r.amount)},${text(dialect, r.currency)},` +
-      `${text(dialect, r.idempotencyKey)})`,
+      `${text(dialect, r.idempotencyKey)}${traced ? `,${text(dialect, r.traceParent)}` : ''})`,
   );
-  return `insert into orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason, amount, currency, idempotency_key) values ${values.join(',')}`;
+  const columns = `id, voucher_id, user_id, quantity, status, created_at, expires_at, failure_reason, amount, currency, idempotency_key${traced ? ', trace_parent' : ''}`;
+  return `insert into orders (${columns}) values ${values.join(',')}`;
 }

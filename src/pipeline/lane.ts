@@ -3,6 +3,7 @@
 // database (retrying while the database is down), settle it in Redis (acknowledge, compensate what
 // failed), and now and then take over stale entries and tidy the streams. Nothing is acknowledged
 // before it is stored.
+import { context } from '@opentelemetry/api';
 import { isTransientDbError, isUniqueViolation } from '../infra/db/errors.js';
 import { isCluster, type RedisClient } from '../infra/redis/client.js';
 import { closeConnection, dedicatedConnection, dropConnection } from '../infra/redis/connections.js';
@@ -14,6 +15,7 @@ import { claimStale, keepClaimed } from './pending-claims.js';
 import { deadLetter, settleBatch } from './settle-batch.js';
 import { FailureReason, type Settlement } from './settlement.js';
 import { storeOrders } from './store-orders.js';
+import { startBatchSpans } from './batch-spans.js';
 
 const FIRST_STORE_RETRY_MS = 100;
 const MAX_STORE_RETRY_MS = 5_000;
@@ -133,9 +135,16 @@ export class Lane {
   }
 
   private async storeAndSettle(entries: OrderEntry[], failAll?: string): Promise<void> {
-    const decided = await this.store(entries, failAll);
-    // A Redis error here leaves the entries pending: they come back, are found stored, and settle then.
-    if (decided) await settleBatch(this.deps, entries, decided);
+    const spans = startBatchSpans(entries);
+    try {
+      const decided = await (spans ? context.with(spans.context, () => this.store(entries, failAll, spans.traceParents)) : this.store(entries, failAll));
+      // A Redis error here leaves the entries pending: they come back, are found stored, and settle then.
+      if (decided) await settleBatch(this.deps, entries, decided);
+      spans?.end(decided);
+    } catch (err) {
+      spans?.end(null, err);
+      throw err;
+    }
   }
 
   /**
@@ -143,7 +152,7 @@ export class Lane {
    * non-transient error is isolated by storing the entries one by one; an entry that fails alone
    * stays pending, comes back later with one more delivery, and ends as poison.
    */
-  private async store(entries: OrderEntry[], failAll?: string): Promise<Map<string, Settlement> | null> {
+  private async store(entries: OrderEntry[], failAll?: string, traceParents?: Map<string, string>): Promise<Map<string, Settlement> | null> {
     const { db, eventOutbox, events, log } = this.deps;
     const backoff = new Backoff(FIRST_STORE_RETRY_MS, MAX_STORE_RETRY_MS);
     // A first delivery is normally not stored yet, so the lookup is skipped; a duplicate key
@@ -151,7 +160,7 @@ export class Lane {
     let checkStored = entries.some((e) => e.deliveries > 1);
     for (;;) {
       try {
-        return await storeOrders(db, entries, { failAll, checkStored, eventOutbox });
+        return await storeOrders(db, entries, { failAll, checkStored, eventOutbox, traceParents });
       } catch (err) {
         if (isUniqueViolation(err) && !checkStored) {
           checkStored = true;

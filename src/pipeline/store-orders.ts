@@ -46,6 +46,7 @@ function orderRow(e: OrderEntry, price: Price, outcome: { timeout: number } | { 
     amount: Number(price.price) * e.quantity,
     currency: price.currency,
     idempotencyKey: e.idempotencyKey ?? null,
+    traceParent: null,
   };
 }
 
@@ -174,8 +175,8 @@ async function countOrders(trx: Transaction<Database>, rows: OrderRow[], locked:
  */
 function eventsOf(r: OrderRow, promoted: boolean): OutboxEvent[] {
   const order = { orderId: r.id, voucherId: r.voucherId, userId: r.userId, quantity: r.quantity };
-  const outcome: OutboxEvent = { ...order, type: r.status === 'failed' ? 'failed' : 'stored', status: r.status };
-  return promoted ? [{ ...order, type: 'promoted', status: 'processing' }, outcome] : [outcome];
+  const outcome: OutboxEvent = { ...order, type: r.status === 'failed' ? 'failed' : 'stored', status: r.status, traceParent: r.traceParent };
+  return promoted ? [{ ...order, type: 'promoted', status: 'processing', traceParent: r.traceParent }, outcome] : [outcome];
 }
 
 export interface StoreOptions {
@@ -188,13 +189,15 @@ export interface StoreOptions {
   checkStored?: boolean;
   /** Where the batch's `promoted` / `stored` / `failed` events go, in its transaction (one INSERT for the batch). */
   eventOutbox?: EventOutbox;
+  /** Per traced order, the traceparent its row and events keep (pipeline/batch-spans.ts). */
+  traceParents?: Map<string, string>;
 }
 
 /**
  * Decides and stores every entry; returns how each order must be settled in Redis.
  * Throws on database errors; the caller retries transient ones with the same entries.
  */
-export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true, eventOutbox: outbox }: StoreOptions = {}): Promise<Map<string, Settlement>> {
+export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, checkStored = true, eventOutbox: outbox, traceParents }: StoreOptions = {}): Promise<Map<string, Settlement>> {
   const out = new Map<string, Settlement>();
   if (entries.length === 0) return out;
   // READ COMMITTED: the voucher row lock already serialises a voucher's batches; the default
@@ -220,6 +223,7 @@ export async function storeOrders(db: Db, entries: OrderEntry[], { failAll, chec
       if (byVoucher.size > 0) for (const id of await storeVouchersOrders(trx, byVoucher, out, rows)) locked.add(id);
     }
     if (checkStored) await dropKeysInUse(trx, rows);
+    if (traceParents) for (const r of rows) r.traceParent = traceParents.get(r.id) ?? null;
     await insertOrders(trx, rows, await countOrders(trx, rows, locked));
     // Only orders inserted now: a redelivered order's events were written when it was stored.
     const promoted = new Set(fresh.filter((e) => e.promoted).map((e) => e.orderId));

@@ -46,7 +46,7 @@ export interface Settlement {
   untried: { row: WebhookRow; waitMs: number }[];
 }
 
-const EVENT_COLUMNS = ['event_id', 'order_id', 'voucher_id', 'user_id', 'type', 'quantity', 'status', 'created_at', 'attempts', 'last_error'] as const;
+const EVENT_COLUMNS = ['event_id', 'order_id', 'voucher_id', 'user_id', 'type', 'quantity', 'status', 'created_at', 'attempts', 'last_error', 'trace_parent'] as const;
 
 type Trx = Transaction<Database>;
 

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Db } from '../infra/db/database.js';
-import { messageOf } from '../events/message.js';
+import { endSending, sendingMessage } from '../events/message-spans.js';
 import { PollLoop } from '../poll-loop.js';
 import { Backoff } from '../retry-backoff.js';
 import { settle, take, type Settlement, type WebhookRow } from './webhook-queue.js';
@@ -138,10 +138,13 @@ export class WebhookRelay {
       for (const [i, row] of events.entries()) {
         const rest = events.slice(i);
         if (Date.now() > lastStart || this.closing.signal.aborted) return void out.untried.push(...rest.map((r) => ({ row: r, waitMs: 0 })));
+        const sending = sendingMessage(row, 'deliver');
         try {
-          await sender.send(messageOf(row), this.closing.signal);
+          await sender.send(sending.message, this.closing.signal);
+          endSending([sending]);
           out.delivered.push(row);
         } catch (err) {
+          endSending([sending], err);
           if (this.closing.signal.aborted) return void out.untried.push(...rest.map((r) => ({ row: r, waitMs: 0 })));
           const waitMs = retryWaitMs(row, Date.now() - started, this.deps);
           out.failed.push({ row, error: (err as Error).message, waitMs });

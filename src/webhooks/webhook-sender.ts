@@ -30,6 +30,7 @@ export function webhookHeaders(signer: Webhook, message: EventMessage, now: Date
     'webhook-id': message.eventId,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
     'webhook-signature': signer.sign(message.eventId, now, message.body),
+    ...(message.traceParent ? { traceparent: message.traceParent } : {}),
   };
 }
 

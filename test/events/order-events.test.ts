@@ -60,7 +60,7 @@ describe('order events to RabbitMQ', () => {
 
 describe('which claimed events may leave', () => {
   const row = (eventId: number, orderId: string): OutboxRow => ({
-    event_id: String(eventId), order_id: orderId, voucher_id: '1', user_id: '2', type: 'stored', quantity: 1, status: 'pending_payment', created_at: new Date(),
+    event_id: String(eventId), order_id: orderId, voucher_id: '1', user_id: '2', type: 'stored', quantity: 1, status: 'pending_payment', created_at: new Date(), trace_parent: null,
   });
   it('when another relay holds an earlier event of an order, then none of that order\'s later events leave before it', () => {
     const claimed = [row(5, 'a'), row(6, 'b'), row(9, 'a'), row(10, 'c')];

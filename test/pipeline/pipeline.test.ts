@@ -122,10 +122,15 @@ describe('order pipeline', () => {
       paymentTimeoutSeconds: 60,
       failureReason: null,
       idempotencyKey: 'k-1',
+      traceParent: null,
     };
     for (const d of [MYSQL, POSTGRES]) {
       assert.match(insertOrdersSql(d, [row], Date.UTC(2026, 0, 1)), /values \(1,2,3,1,'pending_payment','1970-01-01 00:00:00.000','2026-01-01 00:01:00.000',NULL,0,'USD','k-1'\)$/);
       assert.match(insertOrdersSql(d, [{ ...row, idempotencyKey: null }], 0), /,0,'USD',NULL\)$/);
+      // A traced order adds the column for the whole statement; an untraced batch's is unchanged.
+      const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      assert.match(insertOrdersSql(d, [{ ...row, traceParent: tp }, row], 0), new RegExp(`idempotency_key, trace_parent\\) values .*,'k-1','${tp}'\\),.*,'k-1',NULL\\)$`));
+      assert.doesNotMatch(insertOrdersSql(d, [row], 0), /trace_parent/);
       assert.throws(() => insertOrdersSql(d, [{ ...row, id: '1 or 1=1' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, userId: '-3' }], 0), TypeError);
       assert.throws(() => insertOrdersSql(d, [{ ...row, quantity: 1.5 }], 0), TypeError);

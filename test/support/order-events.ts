@@ -17,6 +17,8 @@ export interface EventTap {
   received: OrderEventBody[];
   /** The deliveries with repeated event ids dropped (what a deduping consumer keeps). */
   deduped(): OrderEventBody[];
+  /** The traceparent header of each traced event, by event id. */
+  traceParents: Map<string, string>;
 }
 
 /**
@@ -31,6 +33,7 @@ export async function tapEvents(label: string): Promise<EventTap> {
   const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
   await channel.bindQueue(queue, exchange, 'order.*');
   const received: OrderEventBody[] = [];
+  const traceParents = new Map<string, string>();
   await channel.consume(queue, (msg) => {
     if (!msg) return;
     const body = JSON.parse(msg.content.toString()) as OrderEventBody;
@@ -38,6 +41,8 @@ export async function tapEvents(label: string): Promise<EventTap> {
     assert.equal(msg.fields.routingKey, `order.${body.type}`);
     assert.equal(msg.properties.deliveryMode, 2, 'persistent');
     received.push(body);
+    const traceParent = (msg.properties.headers as Record<string, unknown> | undefined)?.traceparent;
+    if (traceParent !== undefined) traceParents.set(body.eventId, String(traceParent));
     channel.ack(msg);
   });
   after(async () => {
@@ -47,6 +52,7 @@ export async function tapEvents(label: string): Promise<EventTap> {
   return {
     exchange,
     received,
+    traceParents,
     deduped() {
       const seen = new Set<string>();
       return received.filter((e) => !seen.has(e.eventId) && seen.add(e.eventId));

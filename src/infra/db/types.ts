@@ -54,6 +54,8 @@ export interface OrdersTable {
   refunded_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** Whether the refund gave the units back on sale; NULL until refunded (MySQL reads 1/0: test with Boolean()). */
   refund_restocked: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
+  /** The traceparent of the claim's span when it was traced (tracing/spans.ts). */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Units each user holds per voucher in active orders; the per-user limit is checked against it. */
@@ -97,6 +99,8 @@ export interface OrderEventsTable {
   /** The order's status after the event (`processing` for a promotion not stored yet). */
   status: string;
   created_at: Generated<Date>;
+  /** The traceparent of the span that wrote the event, when traced: its publish and delivery join that trace. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** The event's fields of an order_events row, copied with its id into webhook_events. */

@@ -47,6 +47,8 @@ export interface OrderEntry extends OrderRef {
   createdAt: Date;
   /** The claim's Idempotency-Key, kept with the order (a retry after a failover gets the order back). */
   idempotencyKey?: string;
+  /** The W3C traceparent of the claim's span, when the claim was traced (the entry's `t` field). */
+  traceParent?: string;
   /** Admitted from the waitlist: its `promoted` event is written when it is stored. */
   promoted: boolean;
   /** Times the group has delivered this entry (1 on first read). */
@@ -65,8 +67,12 @@ const DIGITS = /^\d{1,16}$/;
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
+const TRACE_PARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveries: number): OrderEntry | MalformedEntry {
-  const [data = '', key, ...more] = fields.length === 2 && fields[0] === 'd' ? fields[1]!.split('#') : [];
+  // d, then t only for a traced claim.
+  const traced = fields.length === 4 && fields[2] === 't';
+  const [data = '', key, ...more] = (fields.length === 2 || traced) && fields[0] === 'd' ? fields[1]!.split('#') : [];
   const values = data === '' ? [] : data.split('|');
   // Five values; a sixth only as the promotion mark.
   const promoted = values[5] === PROMOTED;
@@ -89,6 +95,8 @@ export function parseEntry(shard: number, [streamId, fields]: RawEntry, deliveri
     quantity,
     createdAt: new Date(createdMs),
     ...(key === undefined ? {} : { idempotencyKey: key }),
+    // Only observability: a trace that does not parse is dropped, the order still stored.
+    ...(traced && TRACE_PARENT.test(fields[3]!) ? { traceParent: fields[3] } : {}),
     promoted,
     deliveries,
   };

@@ -258,7 +258,7 @@ describe('query plans at size', () => {
     });
     assertPlans(plans, [
       [stmt('update "orders" set "status" = .*, "paid_at" = .* where "id" ='), 'orders', pk('orders')],
-      [stmt('select "voucher_id", "quantity", "amount", "currency" from "orders" where "id" ='), 'orders', pk('orders')],
+      [stmt('select "id", "voucher_id", "quantity", "amount", "currency", "trace_parent" from "orders" where "id" ='), 'orders', pk('orders')],
       [stmt('from "orders" where "id" = \\S+ and "user_id" = \\S+ and "status" = \\S+ for update'), 'orders', pk('orders')],
     ]);
   });

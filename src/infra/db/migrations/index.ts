@@ -11,6 +11,7 @@ import * as queuePrequeue from './0009-queue-prequeue.js';
 import * as pricesPayments from './0010-prices-payments.js';
 import * as stripeEvents from './0011-stripe-events.js';
 import * as webhookEvents from './0012-webhook-events.js';
+import * as traceParent from './0013-trace-parent.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010-prices-payments': pricesPayments,
   '0011-stripe-events': stripeEvents,
   '0012-webhook-events': webhookEvents,
+  '0013-trace-parent': traceParent,
 };

@@ -19,7 +19,8 @@
 -- ARGV[6] 1: a claim this segment has too few units for is SOLD_OUT (and enrolled on the waitlist);
 --         0: it is SEGMENT_SHORT instead, and nothing is written for it (the caller borrows
 --         units from another segment of the voucher first, then asks again with 1: segment-moves.ts)
--- then per claim i (1-based), from ARGV[3 + 4i]: userId, orderId (new), quantity, idempotency key or ""
+-- then per claim i (1-based), from ARGV[2 + 5i]: userId, orderId (new), quantity, idempotency key or "",
+--   traceparent or "" (the stream entry's t field: lib/admission.lua, sk_enqueue)
 -- Returns six values per claim, {code, orderId, quantity, waitlisted, closed, version}
 -- (sk_claim_reply, lib/admission.lua), code one of SK_CODE (lib/codes.lua):
 --   ADMITTED · REPLAYED (same idempotency key: earlier orderId, no new unit)
@@ -43,13 +44,13 @@ local USER_BUCKETS = 8 -- KEYS[USER_BUCKETS + i]: claim i's user bucket
 local voucherId = ARGV[1]
 local vRate, vBurst, uRate, uBurst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local enrol = ARGV[6] == '1'
-local FIRST_CLAIM, CLAIM_ARGS = 7, 4
+local FIRST_CLAIM, CLAIM_ARGS = 7, 5
 local claims = (#ARGV - FIRST_CLAIM + 1) / CLAIM_ARGS
 
--- Claim i's arguments: userId, orderId, quantity, idempotency key ('' when none).
+-- Claim i's arguments: userId, orderId, quantity, idempotency key, traceparent ('' when none).
 local function claimArgs(i)
   local at = FIRST_CLAIM + CLAIM_ARGS * (i - 1)
-  return ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3]
+  return ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 3], ARGV[at + 4]
 end
 
 local out = {}
@@ -142,7 +143,7 @@ end
 
 -- Claim i; returns its code and answer (sk_claim_reply).
 local function claim(i)
-  local userId, orderId, quantity, idemKey = claimArgs(i)
+  local userId, orderId, quantity, idemKey, trace = claimArgs(i)
 
   local wait = takeTokens(uRate > 0 and KEYS[USER_BUCKETS + i] or nil)
   if wait > 0 then return SK_CODE.RATE_LIMITED, {quantity = wait} end
@@ -169,7 +170,7 @@ local function claim(i)
   buyersChanged[userId] = true
   local order = sk_order(voucherId, userId, quantity, now)
   inflightOut[#inflightOut + 1] = orderId
-  inflightOut[#inflightOut + 1] = sk_enqueue(streamKey, orderId, order, '', idemKey)
+  inflightOut[#inflightOut + 1] = sk_enqueue(streamKey, orderId, order, '', idemKey, trace)
   if idemKey ~= '' then
     records[recordField] = orderId .. ':' .. quantity
     recordsOut[#recordsOut + 1] = recordField

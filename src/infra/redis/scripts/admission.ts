@@ -47,6 +47,8 @@ export interface AdmitClaim {
   orderId: bigint;
   quantity: number;
   idempotencyKey?: string;
+  /** The W3C traceparent of the claim's span when it is traced: carried in its stream entry. */
+  traceParent?: string;
 }
 
 export interface AdmitOptions {
@@ -151,7 +153,7 @@ export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionS
     const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId, shard)) : [];
     const args: (string | number)[] = [k.keys.length + userBuckets.length, ...k.keys, ...userBuckets];
     args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst, enrol ? 1 : 0);
-    for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '');
+    for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '', c.traceParent ?? '');
     const flat = (await admit(...args)) as (string | number)[];
     if (flat.length !== claims.length * ADMIT_REPLY_WIDTH) throw new Error(`admit answered ${flat.length} values for ${claims.length} claim(s)`);
     return claims.map((_, i) => admitResult(flat, i * ADMIT_REPLY_WIDTH));

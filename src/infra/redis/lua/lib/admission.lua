@@ -66,10 +66,17 @@ local SK_PROMOTED = '|p'
 -- cannot be part of one): the database keeps the key with the order, and verification after a
 -- master change gives a retry its order back from there. The record, keyed by orderId, is order ..
 -- "|streamId" .. mark, without the key (redeliver-2.lua rebuilds the entry from it). mark: '' or
--- SK_PROMOTED; key: nil or '' when none.
-local function sk_enqueue(streamKey, orderId, order, mark, key)
+-- SK_PROMOTED; key: nil or '' when none. A traced claim's entry has a second field, t = the W3C
+-- traceparent of its span (tracing/spans.ts), so the batch that stores it joins the claim's trace.
+local function sk_enqueue(streamKey, orderId, order, mark, key, trace)
   local keyed = (key and key ~= '') and ('#' .. key) or ''
-  local streamId = redis.call('XADD', streamKey, '*', 'd', orderId .. '|' .. order .. mark .. keyed)
+  local data = orderId .. '|' .. order .. mark .. keyed
+  local streamId
+  if trace and trace ~= '' then
+    streamId = redis.call('XADD', streamKey, '*', 'd', data, 't', trace)
+  else
+    streamId = redis.call('XADD', streamKey, '*', 'd', data)
+  end
   return order .. '|' .. streamId .. mark
 end
 
