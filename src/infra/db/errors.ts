@@ -87,6 +87,14 @@ export const isUniqueViolation = (err: unknown): boolean => kindOf(err) === 'uni
 export const isInvalidData = (err: unknown): boolean => kindOf(err) === 'invalid';
 
 /**
+ * The server refused a write because it is not (or no longer) the primary: read-only (a standby, a
+ * demoted primary), or a Galera node outside the primary component. Its connections are of no use
+ * for writing until they reach another server (demoted-server.ts).
+ */
+export const isNotPrimary = (err: unknown): boolean =>
+  ['25006', 'ER_OPTION_PREVENTS_STATEMENT', 'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION', 'ER_UNKNOWN_COM_ERROR'].includes((err as DbError | undefined)?.code ?? '');
+
+/**
  * Worth retrying. A unique violation is, for the pipeline: a racing consumer stored the same order
  * first, and the retry sees it as stored.
  */

@@ -4,6 +4,7 @@ import { createPool, format, type Pool, type PoolConnection, type SqlValue } fro
 import { createConnection } from 'mysql2/promise';
 import type { Connector, DatabaseTarget } from './connector.js';
 import { deadlineError } from './deadline.js';
+import { ConnectionGenerations } from './demoted-server.js';
 import type { Database } from './types.js';
 
 const common = {
@@ -25,39 +26,52 @@ async function onServer(target: DatabaseTarget, statement: string): Promise<void
 }
 
 type QueryCallback = (err: unknown, ...rest: unknown[]) => void;
-const timed = new WeakSet<PoolConnection>();
+const watched = new WeakSet<PoolConnection>();
 
 /**
- * The pool as kysely sees it, with the deadline (deadline.ts) on every wait: for a connection, and
+ * The pool as kysely sees it. With a deadline (deadline.ts) on every wait: for a connection, and
  * for each statement (mysql2's own `timeout` fails the statement but keeps the connection, so the
- * connection is destroyed here).
+ * connection is destroyed here). And without connections to a demoted server (demoted-server.ts):
+ * a stale connection is destroyed when taken, and another taken in its place.
  */
-function withDeadline(pool: Pool, ms: number): MysqlPool {
-  const timeStatements = (connection: PoolConnection) => {
-    if (timed.has(connection)) return;
-    timed.add(connection);
+function watchedPool(pool: Pool, ms: number | undefined): MysqlPool {
+  const generations = new ConnectionGenerations();
+  const watchStatements = (connection: PoolConnection) => {
+    if (watched.has(connection)) return;
+    watched.add(connection);
     const query = connection.query.bind(connection) as (...args: unknown[]) => unknown;
+    const options = (sql: string) => (ms === undefined ? { sql } : { sql, timeout: ms });
     (connection as unknown as { query: unknown }).query = (sql: string, values: unknown, callback?: QueryCallback) =>
       callback === undefined
-        ? query({ sql, timeout: ms }, values)
-        : query({ sql, timeout: ms }, values, (err: { code?: string } | null, ...rest: unknown[]) => {
-            if (err?.code !== 'PROTOCOL_SEQUENCE_TIMEOUT') return callback(err, ...rest);
+        ? query(options(sql), values)
+        : query(options(sql), values, (err: { code?: string } | null, ...rest: unknown[]) => {
+            generations.sawError(err);
+            if (err?.code !== 'PROTOCOL_SEQUENCE_TIMEOUT' || ms === undefined) return callback(err, ...rest);
             connection.destroy();
             callback(deadlineError(ms, 'a statement'));
           });
   };
+  const take = (callback: (err: unknown, connection?: PoolConnection) => void) =>
+    pool.getConnection((err, connection) => {
+      if (!connection || !generations.stale(connection)) return callback(err, connection);
+      connection.destroy(); // it talks to a server that is no longer the primary
+      take(callback);
+    });
   return {
     getConnection(callback) {
       let late = false;
-      const timer = setTimeout(() => {
-        late = true;
-        callback(deadlineError(ms, 'a connection'), undefined as never);
-      }, ms);
-      pool.getConnection((err, connection) => {
+      const timer =
+        ms === undefined
+          ? undefined
+          : setTimeout(() => {
+              late = true;
+              callback(deadlineError(ms, 'a connection'), undefined as never);
+            }, ms);
+      take((err, connection) => {
         if (late) return connection?.release();
         clearTimeout(timer);
-        if (connection) timeStatements(connection);
-        callback(err, connection as never);
+        if (connection) watchStatements(connection);
+        callback(err as never, connection as never);
       });
     },
     end: (callback) => pool.end(callback),
@@ -81,7 +95,7 @@ export const mysqlConnector: Connector = {
     });
     return new Kysely<Database>({
       dialect: new MysqlDialect({
-        pool: statementTimeoutMs === undefined ? pool : withDeadline(pool, statementTimeoutMs),
+        pool: watchedPool(pool, statementTimeoutMs),
         onCreateConnection: async (connection) => {
           // Dates are written and read as UTC (timezone 'Z'); NOW() must agree whatever the server's zone.
           await connection.executeQuery(CompiledQuery.raw("SET time_zone = '+00:00'"));

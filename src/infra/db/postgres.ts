@@ -6,6 +6,7 @@ import { Kysely, PostgresDialect, type PostgresPool } from 'kysely';
 import pg from 'pg';
 import type { Connector, DatabaseTarget } from './connector.js';
 import { deadlineError } from './deadline.js';
+import { ConnectionGenerations } from './demoted-server.js';
 import type { Database } from './types.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -31,40 +32,50 @@ async function onServer(target: DatabaseTarget, statement: string, values: unkno
   }
 }
 
-const timed = new WeakSet<pg.PoolClient>();
+const watched = new WeakSet<pg.PoolClient>();
 
 /**
- * The pool as kysely sees it, with the deadline (deadline.ts) on each statement: past it the
+ * The pool as kysely sees it. With a deadline (deadline.ts) on each statement: past it the
  * client's socket is destroyed, which fails the statement and makes the pool drop the client on
  * release. (pg's own query_timeout fails the statement but leaves the client waiting for the
  * abandoned answer, unusable.) The wait for a connection is bounded by connectionTimeoutMillis.
+ * And without connections to a demoted server (demoted-server.ts): a stale client is destroyed
+ * when taken, and another taken in its place.
  */
-function withDeadline(pool: pg.Pool, ms: number): PostgresPool {
-  const timeStatements = (client: pg.PoolClient) => {
-    if (timed.has(client)) return;
-    timed.add(client);
+function watchedPool(pool: pg.Pool, ms: number | undefined): PostgresPool {
+  const generations = new ConnectionGenerations();
+  const watchStatements = (client: pg.PoolClient) => {
+    if (watched.has(client)) return;
+    watched.add(client);
     const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
     (client as unknown as { query: unknown }).query = (sql: unknown, values?: unknown) => {
       if (typeof sql !== 'string') return query(sql, values); // a cursor: kysely's streaming, not used here
       let missed = false;
-      const timer = setTimeout(() => {
-        missed = true;
-        (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
-      }, ms);
+      const timer =
+        ms === undefined
+          ? undefined
+          : setTimeout(() => {
+              missed = true;
+              (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+            }, ms);
       return query(sql, values).then(
         (result) => (clearTimeout(timer), result),
         (err: unknown) => {
           clearTimeout(timer);
-          throw missed ? deadlineError(ms, 'a statement') : err;
+          generations.sawError(err);
+          throw missed && ms !== undefined ? deadlineError(ms, 'a statement') : err;
         },
       );
     };
   };
   return {
     async connect() {
-      const client = await pool.connect();
-      timeStatements(client);
-      return client as never;
+      for (;;) {
+        const client = await pool.connect();
+        watchStatements(client);
+        if (!generations.stale(client)) return client as never;
+        client.release(true); // destroyed: it talks to a server that is no longer the primary
+      }
     },
     end: () => pool.end(),
   };
@@ -88,7 +99,7 @@ export const postgresConnector: Connector = {
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
     return new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: statementTimeoutMs === undefined ? pool : withDeadline(pool, statementTimeoutMs) }),
+      dialect: new PostgresDialect({ pool: watchedPool(pool, statementTimeoutMs) }),
       log,
     });
   },
