@@ -42,8 +42,8 @@ export interface AppDeps {
   httpLimits: HttpLimits;
   /** CORS_ORIGINS (protection/cors.ts); empty: no CORS headers. */
   corsOrigins: string[];
-  /** A span per request (tracing on: tracing/request-spans.ts). */
-  requestSpans: boolean;
+  /** Tracing on: a span per request, and whether one without a traceparent starts a trace (tracing/request-spans.ts). */
+  requestSampling: (() => boolean) | null;
   trafficGuards: TrafficGuards;
   vouchers: Omit<VoucherRouteDeps, 'guards'>;
   claims: Omit<ClaimRouteDeps, 'guards'>;
@@ -155,7 +155,7 @@ function registerFeatureRoutes(app: App, deps: AppDeps): void {
 export async function buildApp(deps: AppDeps): Promise<App> {
   const app = createFastify(deps);
   // First: the spans cover every hook, the protections' answers included.
-  if (deps.requestSpans) registerRequestSpans(app);
+  if (deps.requestSampling) registerRequestSpans(app, deps.requestSampling);
   app.decorateRequest('principal', null);
   registerErrorAnswers(app, deps.countError);
   const closing = await registerProtections(app, deps);

@@ -35,7 +35,7 @@ import { segmentPlacer } from '../vouchers/segments.js';
 import { lastReconciliation } from '../consistency/reconciler.js';
 import { waitlistPositionUseCase } from '../waitlist/position.js';
 import type { Core } from './core.js';
-import { tracesUrl } from '../tracing/tracing.js';
+import { requestSampling } from '../tracing/tracing.js';
 
 export interface Api {
   tokens: TokenService;
@@ -74,7 +74,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
     countError: metrics.countError,
     httpLimits: httpLimits(config),
     corsOrigins: config.corsOrigins,
-    requestSpans: tracesUrl(config) !== '',
+    requestSampling: requestSampling(config),
     trafficGuards: trafficGuards(config),
     readiness: readinessCheck({ redisWatch: core.redisWatch, db, databaseChangedAt: () => core.lostOrders.changedAt() }),
     vouchers: {

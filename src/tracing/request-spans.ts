@@ -1,5 +1,5 @@
 // A server span per HTTP request while tracing is on, child of the caller's traceparent header
-// when it sends one. The handler runs in the span's context (preHandler: after the body is read,
+// when it sends one; a request without one is sampled here, before any span is made. The handler runs in the span's context (preHandler: after the body is read,
 // whose events would lose it), so the spans it starts and the lines it logs belong to the request.
 // An unsampled request gets no context of its own: only a sampled one pays for more than the check.
 import { type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -7,17 +7,20 @@ import type { FastifyRequest } from 'fastify';
 import type { App } from '../http.js';
 import { tracer } from './spans.js';
 
-export function registerRequestSpans(app: App): void {
+/** `sampleRoot`: whether a request without a traceparent starts a trace (tracing.ts, requestSampling). */
+export function registerRequestSpans(app: App, sampleRoot: () => boolean): void {
   const traced = new WeakMap<FastifyRequest, { span: Span; context: Context }>();
   app.addHook('onRequest', (request, _reply, done) => {
-    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
-    const route = request.routeOptions.url ?? 'unmatched';
-    const span = tracer.startSpan(
-      `${request.method} ${route}`,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0] } },
-      parent,
-    );
+    // The W3C propagator reads nothing else: without the header there is no parent to extract.
+    const root = request.headers.traceparent === undefined;
+    if (root && !sampleRoot()) return done();
+    const parent = root ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, request.headers);
+    // Name and attributes only on a kept span: nothing is built for the requests the sampler drops.
+    const span = tracer.startSpan('HTTP request', { kind: SpanKind.SERVER }, parent);
     if (!span.isRecording()) return done();
+    const route = request.routeOptions.url ?? 'unmatched';
+    span.updateName(`${request.method} ${route}`);
+    span.setAttributes({ 'http.request.method': request.method, 'http.route': route, 'url.path': request.url.split('?')[0] });
     const ctx = trace.setSpan(parent, span);
     traced.set(request, { span, context: ctx });
     context.with(ctx, done);

@@ -11,7 +11,9 @@ import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 import { createLogger } from '../../src/logger.js';
 import { withOrderSpans } from '../../src/tracing/order-spans.js';
 import { activeTraceParent, contextOf, inSpan, linksOf, traceParentOf, tracer } from '../../src/tracing/spans.js';
-import { tracesUrl } from '../../src/tracing/tracing.js';
+import { tableIds } from '../../src/tracing/ids.js';
+import { loadConfig } from '../../src/config.js';
+import { requestSampling, tracesUrl } from '../../src/tracing/tracing.js';
 
 const exporter = new InMemorySpanExporter();
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -112,5 +114,31 @@ describe('where spans go', () => {
     assert.equal(tracesUrl({ otelEndpoint: 'http://c:4318/', otelTracesEndpoint: '' }), 'http://c:4318/v1/traces');
     assert.equal(tracesUrl({ otelEndpoint: 'http://c:4318', otelTracesEndpoint: 'http://d/traces' }), 'http://d/traces');
     assert.equal(tracesUrl({ otelEndpoint: '', otelTracesEndpoint: '' }), '');
+  });
+
+  it('a request without a traceparent is sampled before any span is made: at the ratio for parentbased_traceidratio, never for parentbased_always_off, else by the SDK', () => {
+    const sampling = (sampler: string, ratio = '1') =>
+      requestSampling(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: sampler, OTEL_TRACES_SAMPLER_ARG: ratio }))!;
+    assert.equal(requestSampling(loadConfig({})), null, 'off without an endpoint');
+    const share = (decide: () => boolean) => Array.from({ length: 100_000 }, decide).filter(Boolean).length / 100_000;
+    assert.equal(share(sampling('parentbased_traceidratio', '0')), 0);
+    assert.equal(share(sampling('parentbased_traceidratio', '1')), 1);
+    const onePercent = share(sampling('parentbased_traceidratio', '0.01'));
+    assert.ok(onePercent > 0.008 && onePercent < 0.012, String(onePercent));
+    assert.equal(share(sampling('parentbased_always_off')), 0);
+    for (const sdkDecides of ['parentbased_always_on', 'always_on', 'always_off', 'traceidratio']) assert.equal(share(sampling(sdkDecides, '0.5')), 1, sdkDecides);
+  });
+});
+
+describe('ids', () => {
+  it('trace ids of 32 and span ids of 16 lowercase hex digits, never all zeros, all different', () => {
+    const traces = new Set(Array.from({ length: 10_000 }, () => tableIds.generateTraceId()));
+    const spans = new Set(Array.from({ length: 10_000 }, () => tableIds.generateSpanId()));
+    assert.equal(traces.size, 10_000);
+    assert.equal(spans.size, 10_000);
+    for (const id of traces) assert.match(id, /^(?!0{32})[0-9a-f]{32}$/);
+    for (const id of spans) assert.match(id, /^(?!0{16})[0-9a-f]{16}$/);
+    // Every hex digit appears in every position of a trace id (the table covers all 256 bytes).
+    for (let at = 0; at < 32; at++) assert.equal(new Set([...traces].map((id) => id[at])).size, 16, `position ${at}`);
   });
 });
