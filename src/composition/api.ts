@@ -90,7 +90,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       observe: metrics.observeClaim,
       claimers: claimersByKind({
         redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, verifier, onOutcome: metrics.countClaim }),
-        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub, eventOutbox, lockTtlMs: config.claimLockTtlMs })),
+        inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub, eventOutbox, lockTtlMs: config.claimLockTtlMs, onGroup: (n) => metrics.sqlClaimGroups.observe(n) })),
       }),
     },
     claimTokens: { claimTokens, ttlMs: config.claimTokenTtlMs },

@@ -20,10 +20,22 @@ export interface ClaimMetrics {
   queueAdmissions: Counter<'by'>;
   /** Seconds from beginAt to a draw's first places admitted. */
   queueDrawSeconds: Histogram;
+  /** limited and common claims stored in one transaction (claims/sql-claim-group.ts). */
+  sqlClaimGroups: Histogram;
 }
 
 export function claimMetrics(registry: Registry): ClaimMetrics {
-  return { ...claimAnswers(registry), ...streamMetrics(registry), ...queueMetrics(registry) };
+  return {
+    ...claimAnswers(registry),
+    ...streamMetrics(registry),
+    ...queueMetrics(registry),
+    sqlClaimGroups: new Histogram({
+      name: 'seckill_sql_claim_group_size',
+      help: 'limited and common claims of one voucher decided and stored in one transaction (those that waited for the one before).',
+      buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers: [registry],
+    }),
+  };
 }
 
 /** A claim answer's status code as the latency histogram's one label (three values, never more). */

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Container } from '../../src/container.js';
 import type { OrderEvent } from '../../src/orders/order-pubsub.js';
-import { claim, createVoucher, range, startTestApp, suiteScope } from '../support/helpers.js';
+import { claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { assertInvariants } from '../support/invariants.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -106,6 +106,66 @@ describe('synchronous claims (common and limited)', () => {
     assert.equal(held.reduce((n, e) => n + e, 0), 0, 'every claim lock is released');
     await assertInvariants(t.c, v.id, orderIds);
   });
+
+  for (const kind of ['common', 'limited'] as const) {
+    it(`when ${kind} claims, cancellations and expiries race on one voucher row, then claims share transactions and every invariant holds on both stores`, async () => {
+      const STOCK = 40;
+      const v = await createVoucher(t, { kind, stock: STOCK, perUserLimit: 2, paymentTimeoutSeconds: 1 });
+      const groupsBefore = (await t.c.metrics.sqlClaimGroups.get()).values;
+      const count = (values: typeof groupsBefore, name: string) => values.find((x) => x.metricName === `seckill_sql_claim_group_size_${name}`)?.value ?? 0;
+      const answers: { user: number; key?: string; statusCode: number; body: any }[] = [];
+      let storming = true;
+      // The payment timer, as workers run it, all through the storm: orders expire one second after they are stored.
+      const expiring = (async () => {
+        while (storming) {
+          await t.c.releases.expireDue({ limit: 500, voucherId: BigInt(v.id) });
+          await sleep(50);
+        }
+      })();
+      // Four waves a third of a second apart, over the first orders' expiry: 100 buyers, 300 claims,
+      // every third buyer retrying with one Idempotency-Key; about a tenth of the orders cancelled at once.
+      let cancelled = 0;
+      for (let wave = 0; wave < 4; wave++) {
+        const claims = range(3000 + wave * 25, 25).flatMap((u) => {
+          const key = u % 3 === 0 ? `k-${u}` : undefined;
+          return [0, 1, 2].map(async () => {
+            const res = await claim(t, v.id, u, key ? { idempotencyKey: key } : {});
+            const body = res.json();
+            answers.push({ user: u, key, statusCode: res.statusCode, body });
+            if (res.statusCode === 201 && body.orderId.endsWith('3') && (await orderAction(t, 'cancel', body.orderId, u)).statusCode === 200) cancelled++;
+          });
+        });
+        await Promise.all(claims);
+        await sleep(330);
+      }
+      await sleep(1_200); // the last orders' windows end
+      storming = false;
+      await expiring;
+      await t.c.releases.expireDue({ limit: 500, voucherId: BigInt(v.id) });
+
+      const stored = answers.filter((a) => a.statusCode === 201);
+      const codes = new Set(answers.filter((a) => a.statusCode !== 201).map((a) => a.body.code));
+      assert.deepEqual([...codes].filter((c) => !['SOLD_OUT', 'LIMIT_EXCEEDED', 'CLAIM_IN_PROGRESS'].includes(c)), [], JSON.stringify([...codes]));
+      // A key's retries answer its one order.
+      for (const key of new Set(answers.filter((a) => a.key).map((a) => a.key))) {
+        assert.ok(new Set(stored.filter((a) => a.key === key).map((a) => a.body.orderId)).size <= 1, `one order for key ${key}`);
+      }
+      const db = await dbState(t.c, v.id);
+      const orderIds = [...new Set(stored.map((a) => a.body.orderId as string))];
+      assert.deepEqual(new Set(db.orders.map((o) => o.id)), new Set(orderIds), 'every order answered 201 is stored, and no other');
+      assert.ok(db.orders.every((o) => o.status === 'cancelled' || o.status === 'expired'), 'every order ended');
+      assert.equal(db.stock, STOCK, 'every unit back on sale');
+      assert.ok([...db.quantities.values()].every((q) => q === 0), 'no buyer holds a unit');
+      assert.ok(cancelled > 0 && db.orders.some((o) => o.status === 'expired'), `cancellations (${cancelled}) and expiries raced the claims`);
+      assert.ok(orderIds.length > STOCK, `units came back and sold again (${orderIds.length} orders for ${STOCK} units)`);
+      await assertInvariants(t.c, v.id, orderIds);
+      // The claims that met the row held shared its next transaction.
+      const groups = (await t.c.metrics.sqlClaimGroups.get()).values;
+      const transactions = count(groups, 'count') - count(groupsBefore, 'count');
+      const grouped = count(groups, 'sum') - count(groupsBefore, 'sum');
+      assert.ok(grouped > transactions, `${grouped} claims in ${transactions} transactions`);
+    });
+  }
 
   for (const kind of ['common', 'limited'] as const) {
     it(`when ${kind} buyers ask for several units under a limit above one, then the limit is checked before the stock`, async () => {
