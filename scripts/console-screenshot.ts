@@ -50,7 +50,7 @@ try {
     await page.click(`#voucher-rows tr[data-id="${voucherId}"] a`);
     await page.waitForSelector('#voucher-title:not(:empty)');
     // A few seconds into the sale (100,000 buyers take about ten seconds here), so that the
-    // sparklines and the figures show it under way.
+    // charts and the figures show it under way.
     await page.waitForTimeout(4_000);
     await page.screenshot({ path: join(ROOT, 'docs/console.png'), fullPage: true });
     console.log('wrote docs/console.png');

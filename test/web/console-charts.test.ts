@@ -39,7 +39,7 @@ describe('the console charts', () => {
     await page.fill('#token', await t.admin());
     await page.click('#sign-in-form button');
     await shownWhen(page, (s) => (s.t?.length ?? 0) >= 2, 10_000);
-    assert.equal(await page.locator('#charts .uplot canvas').count(), 5, 'five charts');
+    assert.equal(await page.locator('#charts .uplot canvas').count(), 6, 'six charts');
 
     // The sale starts; 8 buyers for 5 units, then both stores' servers change (as the watchers count them).
     await new Promise((resolve) => setTimeout(resolve, beginAt.getTime() - Date.now() + 300));

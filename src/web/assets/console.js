@@ -6,12 +6,10 @@ import { createCharts } from './lib/charts.js';
 import { byId, h, replace } from './lib/dom.js';
 import { isId } from './lib/ids.js';
 import { signInMessage, tokenStore, wireSignIn } from './lib/session.js';
-import { sparkline } from './lib/sparkline.js';
 import { openEvents } from './lib/sse.js';
 import { phaseOf } from './lib/time.js';
 
 const HINT = 'Mint an admin token with `seckill token --user 1 --admin` and paste it here.';
-const HISTORY = 60;
 const session = tokenStore('seckill.console.token');
 const api = createApi(session.get, (err) => signOut(signInMessage(err, HINT)));
 /** @type {(() => void) | null} */
@@ -130,8 +128,6 @@ async function openVoucher(/** @type {string} */ id) {
   );
   byId('audit-verdict').textContent = '';
   byId('action-result').textContent = '';
-  /** @type {Record<string, number[]>} */
-  const history_ = { redisStock: [], claims: [], admissions: [], p99: [] };
   byId('live-status').textContent = 'connecting…';
   const shown = createCharts(byId('charts'), voucher);
   charts = shown;
@@ -142,12 +138,8 @@ async function openVoucher(/** @type {string} */ id) {
       if (type === 'snapshot') {
         if (voucher.queue) queue = await api.get(`/api/vouchers/${id}/queue`).catch(() => queue);
         byId('live-status').textContent = `live · ${new Date(data.at).toLocaleTimeString()}`;
-        push(history_.redisStock, data.stats.redisStock ?? data.stats.dbStock);
-        push(history_.claims, Object.values(/** @type {Record<string, number>} */ (data.claimsPerSecond)).reduce((a, b) => a + b, 0));
-        push(history_.admissions, data.admissionsPerSecond);
-        push(history_.p99, data.claimLatencyMs?.p99 ?? 0);
         shown.update(data);
-        renderLive(data, history_, voucher.queue ? queueLine(voucher, queue) : null);
+        renderLive(data, voucher.queue ? queueLine(voucher, queue) : null);
         if (data.audit) renderVerdict(data.audit);
       } else if (type === 'error') {
         byId('live-status').textContent = `the last snapshot failed: ${data.message}`;
@@ -165,12 +157,6 @@ async function openVoucher(/** @type {string} */ id) {
   };
 }
 
-/** @param {number[]} list @param {number} value */
-function push(list, value) {
-  list.push(value);
-  if (list.length > HISTORY) list.shift();
-}
-
 /** A queue voucher's queue in one line: its size, the draw, and how far admissions got. @param {any} voucher @param {any} q */
 function queueLine(voucher, q) {
   if (!q) return '…';
@@ -180,17 +166,16 @@ function queueLine(voucher, q) {
   return `${size} · ${draw} · ${progress}`;
 }
 
-/** @param {any} s @param {Record<string, number[]>} hist @param {string | null} [queue] */
-function renderLive(s, hist, queue = null) {
+/** @param {any} s @param {string | null} [queue] */
+function renderLive(s, queue = null) {
   const { stats } = s;
-  const row = (/** @type {string} */ name, /** @type {any} */ value, /** @type {string} */ key, /** @type {Node | null} */ extra = null) =>
-    h('tr', { 'data-stat': key }, h('th', null, name), h('td', null, value ?? '—'), h('td', null, extra));
+  const row = (/** @type {string} */ name, /** @type {any} */ value, /** @type {string} */ key) => h('tr', { 'data-stat': key }, h('th', null, name), h('td', null, value ?? '—'));
   const outcomes = Object.entries(/** @type {Record<string, number>} */ (s.claimsPerSecond)).filter(([, n]) => n > 0);
   replace(
     byId('live'),
     h('table', { class: 'stats' },
       h('tbody', null,
-        row('Redis stock', stats.redisStock, 'redisStock', sparkline(hist.redisStock ?? [], { label: 'Redis stock over the last minute' })),
+        row('Redis stock', stats.redisStock, 'redisStock'),
         row('DB stock', stats.dbStock, 'dbStock'),
         row('Initial stock', stats.initialStock, 'initialStock'),
         row('In flight', stats.inFlight, 'inFlight'),
@@ -198,9 +183,9 @@ function renderLive(s, hist, queue = null) {
         ...(queue === null ? [row('Waitlist', stats.waitlist, 'waitlist')] : [row('Queue', queue, 'queue'), row('Waiting places', stats.waitlist, 'waitlist')]),
         row('Dead letters', stats.deadLetters, 'deadLetters'),
         row('Refunds due', stats.refundDue, 'refundDue'),
-        row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond', sparkline(hist.admissions ?? [], { label: 'admissions per second' })),
-        row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond', sparkline(hist.claims ?? [], { label: 'claims per second' })),
-        row('Claim latency p50 / p99', latency(s.claimLatencyMs), 'claimLatency', sparkline(hist.p99 ?? [], { label: 'claim latency p99, ms' })),
+        row('Admissions/s (this voucher)', s.admissionsPerSecond, 'admissionsPerSecond'),
+        row('Claims/s (all vouchers)', outcomes.length ? outcomes.map(([k, n]) => `${k} ${n}`).join(' · ') : '0', 'claimsPerSecond'),
+        row('Claim latency p50 / p99', latency(s.claimLatencyMs), 'claimLatency'),
         row('Pipeline lag', s.pipelineLagSeconds === null ? 'no pipeline in this process' : `${s.pipelineLagSeconds.toFixed(2)} s`, 'pipelineLag'),
         row('Last reconciliation', reconciliation(s.lastReconciliation), 'lastReconciliation'),
       ),

@@ -1,5 +1,5 @@
 // The live view's time-series charts (uPlot, served by the API under /assets/vendor/): claims/s by
-// outcome, admissions/s, pipeline lag, stock in both stores and the waitlist, from the moment the
+// outcome, admissions/s, claim latency, pipeline lag, stock in both stores and the waitlist, from the moment the
 // voucher was opened, in the bounded series of series.js. Vertical markers show the sale's start,
 // its sell-out and the stores' server changes where the snapshots show them.
 import uPlot from '../vendor/uplot.esm.js';
@@ -22,11 +22,12 @@ const CHARTS = [
   { id: 'claims', title: 'Claims/s by outcome (all vouchers)', lines: [['admitted', 'admitted', '#0a7d32'], ['replayed', 'replayed', '#2962ff'], ['soldOut', 'sold out', '#b00020'], ['refused', 'refused (limit, rate, key)', '#ff8f00'], ['other', 'other', '#757575']] },
   { id: 'admissions', title: 'Admissions/s (this voucher, from the stores)', lines: [['admissions', 'admitted units/s', '#0a7d32']] },
   { id: 'stock', title: 'Stock', lines: [['redisStock', 'Redis', '#d32f2f'], ['dbStock', 'database', '#2962ff']] },
+  { id: 'latency', title: 'Claim latency (ms, upper bound of its histogram bucket)', lines: [['p50', 'p50', '#2962ff'], ['p99', 'p99', '#b00020']] },
   { id: 'lag', title: 'Pipeline lag (s)', lines: [['lag', 'drain lag, s', '#6a1b9a']] },
   { id: 'waitlist', title: 'Waitlist', lines: [['waitlist', 'waiting', '#00897b']] },
 ];
 /** Admissions are counted (stored orders plus in flight, between two snapshots); the rest are rates or levels. */
-const FIELDS = { admitted: 'mean', replayed: 'mean', soldOut: 'mean', refused: 'mean', other: 'mean', admissions: 'sum', redisStock: 'mean', dbStock: 'mean', lag: 'mean', waitlist: 'mean' };
+const FIELDS = { admitted: 'mean', replayed: 'mean', soldOut: 'mean', refused: 'mean', other: 'mean', admissions: 'sum', p50: 'mean', p99: 'mean', redisStock: 'mean', dbStock: 'mean', lag: 'mean', waitlist: 'mean' };
 const MARKER = { start: ['sale start', '#0a7d32'], soldOut: ['sold out', '#b00020'], redisMaster: ['Redis master change', '#ff6f00'], databaseServer: ['database server change', '#6a1b9a'] };
 /** Markers kept: they too must not grow with the sale. */
 const MAX_MARKERS = 50;
@@ -114,6 +115,9 @@ export function createCharts(el, voucher) {
     series.push(t, {
       ...values,
       admissions: previous ? Math.max(0, admitted - previous.admitted) : 0,
+      // null: no claim that second (or one past the last bucket), a gap rather than a zero.
+      p50: s.claimLatencyMs?.p50 ?? null,
+      p99: s.claimLatencyMs?.p99 ?? null,
       redisStock: s.stats.redisStock,
       dbStock: s.stats.dbStock,
       lag: s.pipelineLagSeconds,
