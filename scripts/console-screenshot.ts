@@ -49,9 +49,17 @@ try {
     await page.click('#sign-in-form button');
     await page.click(`#voucher-rows tr[data-id="${voucherId}"] a`);
     await page.waitForSelector('#voucher-title:not(:empty)');
-    // A few seconds into the sale (100,000 buyers take about ten seconds here), so that the
-    // charts and the figures show it under way.
-    await page.waitForTimeout(4_000);
+    // Some seconds of snapshots into the sale, so that the charts and the figures show it under
+    // way (the live stream's first snapshot can take seconds while the sale fills both cores).
+    await page.waitForSelector('#live-status:has-text("live ·")', { timeout: 30_000 });
+    await page.waitForTimeout(8_000);
+    // The audit of a sale whose orders expire and sell again every few seconds may find the
+    // database moving while it reads ("not verified, run again"): asked again until it could judge.
+    for (let attempt = 0; attempt < 10 && !(await page.isVisible('#audit-verdict:has-text("Audit OK")')); attempt++) {
+      await page.click('#run-audit');
+      await page.waitForSelector('#audit-verdict:has-text("Audit")', { timeout: 10_000 });
+      await page.waitForTimeout(2_000);
+    }
     await page.screenshot({ path: join(ROOT, 'docs/console.png'), fullPage: true });
     console.log('wrote docs/console.png');
   } finally {
