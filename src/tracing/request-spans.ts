@@ -1,7 +1,8 @@
 // A server span per HTTP request while tracing is on, child of the caller's traceparent header
-// when it sends one; a request without one is sampled here, before any span is made. The handler runs in the span's context (preHandler: after the body is read,
-// whose events would lose it), so the spans it starts and the lines it logs belong to the request.
-// An unsampled request gets no context of its own: only a sampled one pays for more than the check.
+// when it sends one; a request without one is sampled here, before any span is made. The handler
+// runs in the span's context (preHandler: after the body is read, whose events would lose it), so
+// the spans it starts and the lines it logs belong to the request. An unsampled request gets no
+// span and no context of its own.
 import { type Context, context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../http.js';

@@ -42,7 +42,7 @@ export function linksOf(traceParents: (string | null | undefined)[]): Link[] {
   return links;
 }
 
-/** Ends `span` with the error recorded. */
+/** Marks `span` failed, with the error recorded. */
 export function failSpan(span: Span, err: unknown): void {
   span.recordException(err instanceof Error ? err : String(err));
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });

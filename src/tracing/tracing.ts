@@ -3,7 +3,6 @@
 // nothing is loaded or registered, and every span the code asks for is the API's no-op span.
 import { context, propagation, trace } from '@opentelemetry/api';
 import type { Config } from '../config.js';
-import { tableIds } from './ids.js';
 
 export interface Tracing {
   /** Sends the spans still held and stops the exporter; nothing when tracing is off. */
@@ -62,7 +61,6 @@ export async function startTracing(config: Config): Promise<Tracing> {
     : new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
   const provider = new sdk.TracerProvider({
     sampler,
-    idGenerator: tableIds,
     resource: resourceFromAttributes({ 'service.name': config.otelServiceName }),
     spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter({ url }), scheduledDelayMillis: config.otelBspScheduleDelayMs })],
   });

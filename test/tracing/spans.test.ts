@@ -11,7 +11,6 @@ import { isMalformed, parseEntry } from '../../src/infra/redis/records.js';
 import { createLogger } from '../../src/logger.js';
 import { withOrderSpans } from '../../src/tracing/order-spans.js';
 import { activeTraceParent, contextOf, inSpan, linksOf, traceParentOf, tracer } from '../../src/tracing/spans.js';
-import { tableIds } from '../../src/tracing/ids.js';
 import { loadConfig } from '../../src/config.js';
 import { requestSampling, tracesUrl } from '../../src/tracing/tracing.js';
 
@@ -127,18 +126,5 @@ describe('where spans go', () => {
     assert.ok(onePercent > 0.008 && onePercent < 0.012, String(onePercent));
     assert.equal(share(sampling('parentbased_always_off')), 0);
     for (const sdkDecides of ['parentbased_always_on', 'always_on', 'always_off', 'traceidratio']) assert.equal(share(sampling(sdkDecides, '0.5')), 1, sdkDecides);
-  });
-});
-
-describe('ids', () => {
-  it('trace ids of 32 and span ids of 16 lowercase hex digits, never all zeros, all different', () => {
-    const traces = new Set(Array.from({ length: 10_000 }, () => tableIds.generateTraceId()));
-    const spans = new Set(Array.from({ length: 10_000 }, () => tableIds.generateSpanId()));
-    assert.equal(traces.size, 10_000);
-    assert.equal(spans.size, 10_000);
-    for (const id of traces) assert.match(id, /^(?!0{32})[0-9a-f]{32}$/);
-    for (const id of spans) assert.match(id, /^(?!0{16})[0-9a-f]{16}$/);
-    // Every hex digit appears in every position of a trace id (the table covers all 256 bytes).
-    for (let at = 0; at < 32; at++) assert.equal(new Set([...traces].map((id) => id[at])).size, 16, `position ${at}`);
   });
 });
