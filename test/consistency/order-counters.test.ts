@@ -14,6 +14,7 @@ import { FailureReason } from '../../src/pipeline/settlement.js';
 import { storeOrders } from '../../src/pipeline/store-orders.js';
 import { burst, claim, createVoucher, orderAction, range, startTestApp, suiteScope } from '../support/helpers.js';
 import { waitForDrain } from '../support/invariants.js';
+import { waitFor } from '../../support/wait.js';
 
 // One buyer sends several claims and payments in a row; the buckets are not what is tested here.
 const t = await startTestApp(suiteScope(), 'order_counters', { RECONCILE_INTERVAL_MS: '0', BUCKET_USER_RATE: '0' });
@@ -61,10 +62,14 @@ async function act(action: 'pay' | 'cancel', orderId: string): Promise<void> {
   assert.equal(res.statusCode, 200, res.body);
 }
 
-/** Makes the orders due now and lets the payment timer expire them. */
+/**
+ * Makes the orders due now and lets the payment timer expire them. The workers' own timer may take
+ * them first (SKIP LOCKED: then this call skips them), so it waits until they are expired either way.
+ */
 async function expire(voucherId: string, orderIds: string[]): Promise<void> {
   await db.updateTable('orders').set({ expires_at: dialectOf(db).nowPlusSeconds(-1) }).where('id', 'in', orderIds).execute();
   await t.c.releases.expireDue({ limit: 100, voucherId: BigInt(voucherId) });
+  await waitFor('the orders expired', async () => (await db.selectFrom('orders').select('id').where('id', 'in', orderIds).where('status', '=', 'expired').execute()).length === orderIds.length, 5_000);
 }
 
 describe('order counters', () => {
