@@ -5,8 +5,8 @@
 // voucher row locked once, every key replay looked up in one statement, the buyers' quantity rows
 // locked in one, each claim decided in arrival order exactly as if alone (replay, window, limit,
 // stock; what an earlier claim of the group took counts), then one stock update for the sum
-// granted, one upsert of the buyers' quantities, one multi-row insert of the orders, one order
-// count and one outbox write. A claim that arrives at an idle voucher goes at once, alone: the
+// granted, one upsert of the buyers' quantities, one order count, one multi-row insert of the
+// orders and one outbox write. A claim that arrives at an idle voucher goes at once, alone: the
 // grouping adds no wait, it only takes what the row lock made wait anyway.
 import { sql, type Transaction } from 'kysely';
 import { AppError } from '../errors.js';
@@ -15,6 +15,7 @@ import type { Db } from '../infra/db/database.js';
 import { dialectOf } from '../infra/db/dialect.js';
 import type { Database } from '../infra/db/types.js';
 import type { EventOutbox, OutboxEvent } from '../orders/event-outbox.js';
+import { insertOrdersSql, type OrderRow } from '../pipeline/bulk-sql.js';
 import { addOrderCounts } from '../orders/order-counts.js';
 import { activeTraceParent } from '../tracing/spans.js';
 import { addHeld, heldKey, lockHeld } from '../vouchers/held-units.js';
@@ -99,8 +100,8 @@ async function keyedOrders(trx: Transaction<Database>, voucherId: string, group:
 /**
  * The group in ONE transaction, decided on the locked voucher row (never on the cached voucher,
  * whose stock is stale) and in database time; a decision per claim, in the group's order. Lock
- * order as everywhere else: voucher row, then the quantity rows, then the order insert and its
- * count. READ COMMITTED: the voucher row lock serialises the voucher's transactions, and every
+ * order as everywhere else: voucher row, then the quantity rows, then the order count and the
+ * insert (as the pipeline). READ COMMITTED: the voucher row lock serialises the voucher's transactions, and every
  * statement after it reads the latest commits; REPEATABLE READ would also gap-lock missing
  * quantity rows and deadlock neighbouring vouchers (as in the order pipeline).
  */
@@ -151,7 +152,11 @@ async function storeGroup(db: Db, ids: IdGenerator, voucherId: string, group: Wa
   });
 }
 
-/** The granted claims' writes: stock, quantities, orders, their count and events, one statement each. */
+/**
+ * The granted claims' writes: stock, quantities, their count and events, and the orders in the
+ * pipeline's hand-built multi-row insert (pipeline/bulk-sql.ts), their payment windows starting
+ * at the database clock the count statement reads, as the pipeline's do; one statement each.
+ */
 async function storeGranted(
   trx: Transaction<Database>,
   voucherId: string,
@@ -159,35 +164,28 @@ async function storeGranted(
   granted: { w: Waiting; orderId: string }[],
   eventOutbox?: EventOutbox,
 ): Promise<void> {
-  const dialect = dialectOf(trx);
   await takeStock(trx, new Map([[voucherId, granted.reduce((sum, g) => sum + g.w.claim.quantity, 0)]]));
   const perUser = new Map<string, number>();
   for (const { w } of granted) perUser.set(w.claim.userId.toString(), (perUser.get(w.claim.userId.toString()) ?? 0) + w.claim.quantity);
   await addHeld(trx, [...perUser].map(([userId, quantity]) => ({ voucherId, userId, quantity })));
-  await trx
-    .insertInto('orders')
-    .values(
-      granted.map(({ w: { claim, traceParent }, orderId }) => ({
-        id: orderId,
-        voucher_id: voucherId,
-        user_id: claim.userId.toString(),
-        quantity: claim.quantity,
-        status: 'pending_payment' as const,
-        // The payment window starts when the order is stored, in database time.
-        created_at: dialect.now,
-        expires_at: dialect.nowPlusSeconds(paymentTimeoutSeconds),
-        idempotency_key: claim.idempotencyKey ?? null,
-        // A voucher's price never changes: the cached definition is exact.
-        amount: claim.voucher.price * claim.quantity,
-        currency: claim.voucher.currency,
-        // A traced claim's order and event keep its request's span: what is done to the order later joins that trace.
-        trace_parent: traceParent,
-      })),
-    )
-    .execute();
-  await addOrderCounts(trx, [{ voucherId, status: 'pending_payment', by: granted.length }], { voucherLocked: true });
-  const events: OutboxEvent[] = granted.map(({ w: { claim, traceParent }, orderId }) => ({
-    type: 'stored', status: 'pending_payment', orderId, voucherId, userId: claim.userId.toString(), quantity: claim.quantity, traceParent,
+  const now = (await addOrderCounts(trx, [{ voucherId, status: 'pending_payment', by: granted.length }], { voucherLocked: true }))!.getTime();
+  const rows: OrderRow[] = granted.map(({ w: { claim, traceParent }, orderId }) => ({
+    id: orderId,
+    voucherId: claim.voucher.id,
+    userId: claim.userId.toString(),
+    quantity: claim.quantity,
+    status: 'pending_payment',
+    createdAt: new Date(now),
+    paymentTimeoutSeconds,
+    failureReason: null,
+    // A voucher's price never changes: the cached definition is exact.
+    amount: claim.voucher.price * claim.quantity,
+    currency: claim.voucher.currency,
+    idempotencyKey: claim.idempotencyKey ?? null,
+    // A traced claim's order and event keep its request's span: what is done to the order later joins that trace.
+    traceParent,
   }));
+  await sql.raw(insertOrdersSql(dialectOf(trx), rows, now)).execute(trx);
+  const events: OutboxEvent[] = rows.map((r) => ({ type: 'stored', status: 'pending_payment', orderId: r.id, voucherId, userId: r.userId, quantity: r.quantity, traceParent: r.traceParent }));
   await eventOutbox?.write(trx, events);
 }
