@@ -32,6 +32,10 @@ let orderTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undef
 let stopEvents = () => {};
 let waitTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
 let queueTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+let busyTimer = /** @type {ReturnType<typeof setTimeout> | undefined} */ (undefined);
+/** Automatic retries of the purchase in progress after a 503; a click starts the count again. */
+let busyRetries = 0;
+const MAX_BUSY_RETRIES = 5;
 
 const STANDING = {
   prequeue: 'You are in the queue. Places are drawn at random when the sale starts: joining early or late makes no difference.',
@@ -193,7 +197,9 @@ function listen(/** @type {string} */ token) {
   });
 }
 
-async function buy() {
+async function buy(/** @type {boolean} */ retry = false) {
+  clearTimeout(busyTimer);
+  if (!retry) busyRetries = 0;
   purchaseKey ??= newKey();
   const key = purchaseKey;
   const message = byId('buy-message');
@@ -206,7 +212,16 @@ async function buy() {
     void followOrder(claimed.orderId);
   } catch (err) {
     const e = /** @type {any} */ (err);
-    if (e.code !== 'NETWORK') purchaseKey = null; // refused: the next click is a new purchase
+    // A 503 may have been answered to an admission that stood (a replica did not confirm it in
+    // time): the same key again returns that order, or claims if there is none.
+    if (e.status === 503 && busyRetries < MAX_BUSY_RETRIES) {
+      busyRetries += 1;
+      const seconds = Math.max(1, e.retryAfter ?? 1);
+      message.textContent = `The service is busy: trying again in ${seconds} s, as the same purchase.`;
+      busyTimer = setTimeout(() => void buy(true), seconds * 1000);
+      return;
+    }
+    if (e.code !== 'NETWORK' && e.status !== 503) purchaseKey = null; // refused: the next click is a new purchase
     if (e.code === 'SOLD_OUT' && e.body.waitlisted) {
       message.textContent = 'Sold out: you are on the waitlist.';
       void followWaitlist();

@@ -2,12 +2,14 @@
 // failure becomes an ApiError with the contract's code and message, so the page can show it.
 
 export class ApiError extends Error {
-  /** @param {number} status @param {string} code @param {string} message @param {any} [body] */
-  constructor(status, code, message, body) {
+  /** @param {number} status @param {string} code @param {string} message @param {any} [body] @param {number | null} [retryAfter] */
+  constructor(status, code, message, body, retryAfter = null) {
     super(message);
     this.status = status;
     this.code = code;
     this.body = body ?? {};
+    /** Seconds the server asked to wait (its Retry-After), when it said. */
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -19,7 +21,14 @@ export async function errorOf(res) {
   } catch {
     /* not JSON: a proxy's page, a cut connection */
   }
-  return new ApiError(res.status, body?.code ?? `HTTP_${res.status}`, body?.message ?? `${res.status} ${res.statusText}`, body);
+  const retryAfter = Number.parseInt(res.headers.get('retry-after') ?? '', 10);
+  return new ApiError(
+    res.status,
+    body?.code ?? `HTTP_${res.status}`,
+    body?.message ?? `${res.status} ${res.statusText}`,
+    body,
+    Number.isFinite(retryAfter) ? retryAfter : null,
+  );
 }
 
 /**
