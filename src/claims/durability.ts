@@ -9,25 +9,24 @@
 //   answered 503; the admission stands, and a retry with the same Idempotency-Key returns it once
 //   the replicas confirm. The admit calls of a process share that connection and wait one after
 //   the other: while a replica is down each call takes the whole timeout. On a cluster there is
-//   one such connection per master, and each admit call goes to the master of its segment's slot
-//   (read from the client's slot map at each call, so a failover or a resharding is followed).
+//   one such connection per master, and each admit call (the segments of one slot) goes to the
+//   master of that slot (read from the client's slot map at each call, so a failover or a
+//   resharding is followed).
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { Cluster } from 'ioredis';
 import { closeConnection, dedicatedConnection, dropConnection, nodeConnection, REDIS_START_TIMEOUT_MS, redisReady } from '../infra/redis/connections.js';
 import { isCluster, type RedisClient, slotOfShard } from '../infra/redis/client.js';
-import { AdmitCode, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
+import { AdmitCode, type AdmitGroups, type AdmissionScripts, admissionScripts } from '../infra/redis/scripts/admission.js';
 import { loadScriptsByHash, ScriptReloaded } from '../infra/redis/scripts/loader.js';
 import type { KeySpace } from '../infra/redis/keys.js';
-
-export type AdmitMany = AdmissionScripts['admitMany'];
 
 export interface DurabilityDeps {
   config: Pick<Config, 'admitDurability' | 'admitReplicas' | 'admitWaitTimeoutMs' | 'redisCommandTimeoutMs'>;
   redis: RedisClient;
   keys: KeySpace;
-  scripts: Pick<AdmissionScripts, 'admitMany'>;
+  scripts: Pick<AdmissionScripts, 'admitGroups'>;
   log: Logger;
   /** Cleanup of a connection made here. */
   onClose(name: string, close: () => unknown): void;
@@ -80,9 +79,9 @@ async function checkMinReplicas(redis: RedisClient, replicas: number, log: Logge
 }
 
 /** The admit call that keeps the configured promise. */
-export async function durableAdmitMany({ config, redis, keys, scripts, log, onClose }: DurabilityDeps): Promise<AdmitMany> {
+export async function durableAdmitGroups({ config, redis, keys, scripts, log, onClose }: DurabilityDeps): Promise<AdmitGroups> {
   if (config.admitDurability === 'fsync') await checkFsync(redis, log);
-  if (config.admitDurability !== 'replica') return scripts.admitMany;
+  if (config.admitDurability !== 'replica') return scripts.admitGroups;
   await checkMinReplicas(redis, config.admitReplicas, log);
   if (config.admitWaitTimeoutMs >= config.redisCommandTimeoutMs) {
     throw new Error(`ADMIT_WAIT_TIMEOUT_MS (${config.admitWaitTimeoutMs}) must be below REDIS_COMMAND_TIMEOUT_MS (${config.redisCommandTimeoutMs}): WAIT would time out in the client`);
@@ -92,8 +91,8 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   // WAIT counts the writes of its own connection: admissions get one, without pipelining, so the
   // WAIT written right after an admit call follows it on the wire. The call is EVALSHA alone: a
   // script sent again after NOSCRIPT would follow the WAIT, and be answered 202 unreplicated.
-  const confirmed = (conn: RedisClient, admitOn: AdmitMany): AdmitMany => async (voucherId, claims, options) => {
-    const admitThenWait = () => Promise.all([admitOn(voucherId, claims, options), conn.wait(replicas, timeoutMs)]);
+  const confirmed = (conn: RedisClient, admitOn: AdmitGroups): AdmitGroups => async (groups) => {
+    const admitThenWait = () => Promise.all([admitOn(groups), conn.wait(replicas, timeoutMs)]);
     const [results, acks] = await admitThenWait().catch((err: unknown) => {
       if (!(err instanceof ScriptReloaded)) throw err;
       // Loaded now; a master that lacks it again (a failover in between) is one going away: 503.
@@ -103,7 +102,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
     });
     // A replay answers 202 for an earlier admission, which may be the one that was not confirmed:
     // it needs the replicas too (this call's own writes, a token taken at least, come after it).
-    if (acks >= replicas || !results.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED)) return results;
+    if (acks >= replicas || !results.some((group) => group.some((r) => r.code === AdmitCode.ADMITTED || r.code === AdmitCode.REPLAYED))) return results;
     throw new AppError(
       'UNAVAILABLE',
       `admission not confirmed by ${replicas} replica(s) within ${timeoutMs} ms; retry with the same Idempotency-Key (it returns the same order if it stands)`,
@@ -113,7 +112,7 @@ export async function durableAdmitMany({ config, redis, keys, scripts, log, onCl
   const conn = dedicatedConnection(redis, 'seckill-admissions', { deadlines: true });
   onClose('admissions connection', () => closeConnection(conn));
   await redisReady(conn, REDIS_START_TIMEOUT_MS);
-  return confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitMany);
+  return confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitGroups);
 }
 
 /**
@@ -125,17 +124,17 @@ function perMasterAdmissions(
   cluster: Cluster,
   keys: KeySpace,
   onClose: DurabilityDeps['onClose'],
-  confirmed: (conn: RedisClient, admitOn: AdmitMany) => AdmitMany,
-): AdmitMany {
+  confirmed: (conn: RedisClient, admitOn: AdmitGroups) => AdmitGroups,
+): AdmitGroups {
   // Fails fast once made (no offline queue), so each is used only once it is ready.
-  const masters = new Map<string, Promise<AdmitMany>>();
-  const admitOnMaster = (node: string): Promise<AdmitMany> => {
+  const masters = new Map<string, Promise<AdmitGroups>>();
+  const admitOnMaster = (node: string): Promise<AdmitGroups> => {
     let admit = masters.get(node);
     if (!admit) {
       const conn = nodeConnection(cluster, node, 'seckill-admissions');
       onClose(`admissions connection to ${node}`, () => closeConnection(conn));
       // A master that does not answer within a command's deadline is not waited for longer: 503.
-      admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitMany));
+      admit = redisReady(conn, cluster.options.redisOptions?.commandTimeout ?? REDIS_START_TIMEOUT_MS).then(() => confirmed(conn, admissionScripts(loadScriptsByHash(conn), keys).admitGroups));
       masters.set(node, admit);
       admit.catch(() => {
         if (masters.get(node) === admit) masters.delete(node); // the next call makes a new one
@@ -144,11 +143,12 @@ function perMasterAdmissions(
     }
     return admit;
   };
-  return async (voucherId, claims, options) => {
-    const master = cluster.slots[slotOfShard(keys, options?.shard ?? keys.shardOf(voucherId))]?.[0];
+  // The groups of one call share a slot (admission-batch.ts), so the first names it.
+  return async (groups) => {
+    const master = cluster.slots[slotOfShard(keys, groups[0]!.shard)]?.[0];
     if (!master) throw new AppError('UNAVAILABLE', 'the slot of this voucher has no master right now; retry shortly');
     try {
-      return await (await admitOnMaster(master))(voucherId, claims, options);
+      return await (await admitOnMaster(master))(groups);
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw new AppError('UNAVAILABLE', `the master of this voucher's slot did not take the claim (${(err as Error).message}); retry shortly`);

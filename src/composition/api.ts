@@ -6,6 +6,7 @@ import { createGuards } from '../auth/guards.js';
 import { createIdentity } from '../auth/identity.js';
 import { createTokenService, type TokenService } from '../auth/tokens.js';
 import { batchAdmissions } from '../claims/admission-batch.js';
+import { isCluster } from '../infra/redis/client.js';
 import { createClaimTokens, type ClaimTokens } from '../claims/claim-tokens.js';
 import { claimersByKind } from '../claims/claimers.js';
 import { claimRateLimits, rateLimitedSqlClaims } from '../claims/rate-limits.js';
@@ -65,7 +66,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
   // One count of open event streams for every feed of this process.
   const streamSlots = createStreamSlots({ perUser: config.sseMaxPerUser, total: config.sseMaxStreams });
   metrics.watchOpenStreams(() => streamSlots.inUse());
-  const admitMany = await core.admitMany();
+  const admitGroups = await core.admitGroups();
 
   const appDeps: AppDeps = {
     logger: log,
@@ -89,7 +90,7 @@ export async function createApi(core: Core, ids: IdGenerator): Promise<Api> {
       soldOutGate: soldOutGate(soldOut, () => metrics.countClaim('sold_out_cached')),
       observe: metrics.observeClaim,
       claimers: claimersByKind({
-        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitMany }, limits), redisState, soldOut, keys, moves, verifier, onOutcome: metrics.countClaim }),
+        redisGated: claimSeckillUseCase({ ids, admit: batchAdmissions({ admitGroups, keys, limits, callPerShard: isCluster(redis) }), redisState, soldOut, keys, moves, verifier, onOutcome: metrics.countClaim }),
         inSql: rateLimitedSqlClaims(scripts, limits, claimInSqlUseCase({ db, redis, keys, ids, pubsub, eventOutbox, lockTtlMs: config.claimLockTtlMs, onGroup: (n) => metrics.sqlClaimGroups.observe(n) })),
       }),
     },

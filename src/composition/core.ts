@@ -6,7 +6,8 @@ import type { RedisClient } from '../infra/redis/client.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { auditVoucher, type AuditOptions, type VoucherAudit } from '../consistency/audit.js';
-import { type AdmitMany, durableAdmitMany } from '../claims/durability.js';
+import { durableAdmitGroups } from '../claims/durability.js';
+import type { AdmitGroups } from '../infra/redis/scripts/admission.js';
 import { createLostOrders, type LostOrders } from '../consistency/lost-orders.js';
 import { createReconciler, type Reconciler } from '../consistency/reconciler.js';
 import { createVoucherVerifier } from '../consistency/verification.js';
@@ -72,7 +73,7 @@ export interface Core {
    * The admit call that keeps ADMIT_DURABILITY's promise, for claims and the queue's draw alike:
    * checked and connected on the first call, once per process.
    */
-  admitMany(): Promise<AdmitMany>;
+  admitGroups(): Promise<AdmitGroups>;
   audit(voucherId: bigint, options?: AuditOptions): Promise<VoucherAudit | null>;
   /** Cleanup steps of everything built on the core; run by close(), last added first. */
   closer: Closer;
@@ -206,7 +207,7 @@ export async function createCore(config: Config, log: Logger, options: CoreOptio
       ...foundation,
       ...stores,
       ...repairs,
-      admitMany: onFirstUse(() => durableAdmitMany({ config, redis, keys: foundation.keys, scripts: foundation.scripts, log, onClose: (name, close) => closer.add(name, close) })),
+      admitGroups: onFirstUse(() => durableAdmitGroups({ config, redis, keys: foundation.keys, scripts: foundation.scripts, log, onClose: (name, close) => closer.add(name, close) })),
       audit: (voucherId, auditOptions) => auditVoucher(auditDeps, voucherId, auditOptions),
       close: () => closer.close(),
     };

@@ -15,6 +15,7 @@ import { OrderPipeline } from '../pipeline/consumer.js';
 import { PollLoop } from '../poll-loop.js';
 import { ensureConsumerGroups, streamBacklog } from '../pipeline/maintenance.js';
 import { createDraw } from '../queue/draw.js';
+import { admitManyWith } from '../infra/redis/scripts/admission.js';
 import { QueueRunner } from '../queue/runner.js';
 import type { Closer } from './closer.js';
 import type { Core } from './core.js';
@@ -104,7 +105,7 @@ async function startReconcileSchedule({ config, log, redis, reconciler, redisWat
 async function startQueueRunner(core: Core): Promise<QueueRunner> {
   const { log, redis, keys, scripts, metrics, pubsub } = core;
   // The draw's admissions keep ADMIT_DURABILITY's promise, as claims do.
-  const admitMany = await core.admitMany();
+  const admitMany = admitManyWith(await core.admitGroups(), keys);
   const draw = createDraw({
     redis, keys, scripts, admitMany, pubsub, ids: core.ids,
     repository: core.queueRepository, redisState: core.redisState, verifier: core.verifier, queue: core.queue,

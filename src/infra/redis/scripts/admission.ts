@@ -1,5 +1,5 @@
-// The claim step: admit-n.lua (a batch of seckill claims on one voucher) and bucket-2.lua (the
-// token buckets of a limited or common claim).
+// The claim step: admit-n.lua (a batch of seckill claims, in groups per voucher segment) and
+// bucket-2.lua (the token buckets of a limited or common claim).
 import type { KeySpace } from '../keys.js';
 import { type ScriptCalls, scriptCall } from './loader.js';
 
@@ -64,6 +64,34 @@ export interface AdmitInput extends AdmitClaim, AdmitOptions {
   voucherId: bigint;
 }
 
+/** Claims on one voucher segment, decided together within an admit call. */
+export interface AdmitGroup {
+  voucherId: bigint;
+  /** The segment's shard (the voucher's own unless it has segments). */
+  shard: number;
+  claims: AdmitClaim[];
+  /** Token buckets taken before any other check; none when absent. */
+  limits?: ClaimRateLimits;
+  /** false: a claim the segment has too few units for is SEGMENT_SHORT, not SOLD_OUT (nor waitlisted). */
+  enrol?: boolean;
+}
+
+/**
+ * Groups decided in one atomic call, in order, each claim as if after the ones before it: a result
+ * per claim, per group. At most MAX_ADMIT_BATCH claims in all; on a Cluster every group's shard in
+ * one slot.
+ */
+export type AdmitGroups = (groups: AdmitGroup[]) => Promise<AdmitResult[][]>;
+
+/** Claims on one voucher (at most MAX_ADMIT_BATCH) in one atomic call: a result per claim. */
+export type AdmitMany = (voucherId: bigint, claims: AdmitClaim[], options?: AdmitOptions) => Promise<AdmitResult[]>;
+
+/** One voucher's claims as a call of their own. */
+export const admitManyWith =
+  (admitGroups: AdmitGroups, keys: Pick<KeySpace, 'shardOf'>): AdmitMany =>
+  async (voucherId, claims, { limits, shard = keys.shardOf(voucherId), enrol } = {}) =>
+    (await admitGroups([{ voucherId, shard, claims, limits, enrol }]))[0]!;
+
 /** Most claims in one admit call: it runs in Redis for ~15 µs per claim and nothing else runs meanwhile. */
 export const MAX_ADMIT_BATCH = 64;
 
@@ -85,11 +113,8 @@ export interface AdmitResult {
 
 export interface AdmissionScripts {
   admit(input: AdmitInput): Promise<AdmitResult>;
-  /**
-   * Claims on one voucher (at most MAX_ADMIT_BATCH) in one atomic call, decided in order as if one
-   * after the other: a result per claim.
-   */
-  admitMany(voucherId: bigint, claims: AdmitClaim[], options?: AdmitOptions): Promise<AdmitResult[]>;
+  admitMany: AdmitMany;
+  admitGroups: AdmitGroups;
   /** Takes a token from a claim's voucher and user buckets: 0, or the ms to wait (nothing taken). */
   takeTokens(voucherId: bigint, userId: bigint, limits: ClaimRateLimits): Promise<number>;
 }
@@ -145,24 +170,40 @@ export function admissionScripts(calls: ScriptCalls, keys: KeySpace): AdmissionS
     }
     return k;
   };
-  const admitMany: AdmissionScripts['admitMany'] = async (voucherId, claims, { limits = NO_RATE_LIMITS, shard = keys.shardOf(voucherId), enrol = true } = {}) => {
-    if (claims.length === 0 || claims.length > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claims.length}`);
-    const { voucher, user } = limits;
-    const k = keysForAdmit(voucherId, shard);
-    // A user bucket's key only while the user bucket is on: otherwise it is most of the call's bytes.
-    const userBuckets = user.rate > 0 ? claims.map((c) => keys.userBucket(voucherId, c.userId, shard)) : [];
-    const args: (string | number)[] = [k.keys.length + userBuckets.length, ...k.keys, ...userBuckets];
-    args.push(k.id, voucher.rate, voucher.burst, user.rate, user.burst, enrol ? 1 : 0);
-    for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '', c.traceParent ?? '');
-    const flat = (await admit(...args)) as (string | number)[];
-    if (flat.length !== claims.length * ADMIT_REPLY_WIDTH) throw new Error(`admit answered ${flat.length} values for ${claims.length} claim(s)`);
-    return claims.map((_, i) => admitResult(flat, i * ADMIT_REPLY_WIDTH));
+  const admitGroups: AdmitGroups = async (groups) => {
+    const callKeys: string[] = [];
+    const args: (string | number)[] = [];
+    let claimCount = 0;
+    for (const { voucherId, shard, claims, limits = NO_RATE_LIMITS, enrol = true } of groups) {
+      if (claims.length === 0) throw new RangeError('an admit group without claims');
+      claimCount += claims.length;
+      const { voucher, user } = limits;
+      const k = keysForAdmit(voucherId, shard);
+      callKeys.push(...k.keys);
+      // A user bucket's key only while the user bucket is on: otherwise it is most of the call's bytes.
+      if (user.rate > 0) for (const c of claims) callKeys.push(keys.userBucket(voucherId, c.userId, shard));
+      args.push(k.id, claims.length, voucher.rate, voucher.burst, user.rate, user.burst, enrol ? 1 : 0);
+      for (const c of claims) args.push(c.userId.toString(), c.orderId.toString(), c.quantity, c.idempotencyKey ?? '', c.traceParent ?? '');
+    }
+    if (claimCount === 0 || claimCount > MAX_ADMIT_BATCH) throw new RangeError(`1 to ${MAX_ADMIT_BATCH} claims per admit call, got ${claimCount}`);
+    const flat = (await admit(callKeys.length, ...callKeys, ...args)) as (string | number)[];
+    if (flat.length !== claimCount * ADMIT_REPLY_WIDTH) throw new Error(`admit answered ${flat.length} values for ${claimCount} claim(s)`);
+    let at = 0;
+    return groups.map(({ claims }) =>
+      claims.map(() => {
+        const result = admitResult(flat, at);
+        at += ADMIT_REPLY_WIDTH;
+        return result;
+      }),
+    );
   };
+  const admitMany = admitManyWith(admitGroups, keys);
   return {
     async admit({ voucherId, limits, shard, enrol, ...claim }) {
       return (await admitMany(voucherId, [claim], { limits, shard, enrol }))[0]!;
     },
     admitMany,
+    admitGroups,
     async takeTokens(voucherId, userId, { voucher, user }) {
       return Number(await bucket(keys.voucherBucket(voucherId), keys.userBucket(voucherId, userId), voucher.rate, voucher.burst, user.rate, user.burst));
     },

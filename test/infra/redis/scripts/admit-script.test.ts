@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { type AdmitClaim, AdmitCode, type AdmitOptions, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
+import { AdmitCode, type AdmitGroups, MAX_ADMIT_BATCH, NO_RATE_LIMITS } from '../../../../src/infra/redis/scripts/admission.js';
 import { createScripts, type Scripts } from '../../../../src/infra/redis/scripts/index.js';
-import { batchAdmissions } from '../../../../src/claims/admission-batch.js';
+import { type AdmitOne, batchAdmissions } from '../../../../src/claims/admission-batch.js';
+import { isCluster } from '../../../../src/infra/redis/client.js';
 import { testRedis } from '../../../support/helpers.js';
 import { type PrivateRedis, startPrivateRedis } from '../../../../support/private-redis.js';
 
@@ -26,6 +27,12 @@ async function voucher(stock: number, limit = 1, window: [number, number] = [-60
     waitlistCap,
   });
   return voucherId;
+}
+
+/** A voucher whose keys live on `shard` (on a Cluster, the groups of one admit call share a slot). */
+async function voucherOnShard(shard: number, stock: number, limit = 1) {
+  while (keys.shardOf(nextVoucher) !== shard) nextVoucher++;
+  return voucher(stock, limit);
 }
 
 const admit = (voucherId: bigint, userId: bigint, quantity = 1, idempotencyKey?: string) =>
@@ -163,6 +170,37 @@ describe('admit script, several claims in one call', () => {
     assert.equal(await redis.hget(keys.voucher(v), 'stock'), '9');
   });
 
+  it('when a call holds groups on several vouchers of a shard, then each group is decided after the ones before it, a voucher without state answers only for its own group, and each admitted order is in flight and in the stream', async () => {
+    const a = await voucher(2, 1, [-60_000, 60_000], 10);
+    const b = await voucherOnShard(keys.shardOf(a), 5, 2);
+    const shard = keys.shardOf(a);
+    const results = await scripts.admitGroups([
+      { voucherId: a, shard, claims: [claim(1n), claim(2n), claim(3n)], enrol: false }, // the third is short, not waitlisted
+      { voucherId: 999_997n, shard, claims: [claim(1n)] },
+      { voucherId: b, shard, claims: [claim(1n, 2), claim(1n)] },
+      { voucherId: a, shard, claims: [claim(3n), claim(1n)] }, // sees the first group's admissions: sold out, waitlisted; over the limit
+    ]);
+    assert.deepEqual(
+      results.map((group) => group.map((r) => r.code)),
+      [
+        [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.SEGMENT_SHORT],
+        [AdmitCode.MISSING],
+        [AdmitCode.ADMITTED, AdmitCode.LIMIT_EXCEEDED],
+        [AdmitCode.SOLD_OUT, AdmitCode.LIMIT_EXCEEDED],
+      ],
+    );
+    assert.equal(results[3]![0]!.waitlisted, true);
+    assert.deepEqual(await redis.zrange(keys.waitlist(a), '0', '-1'), ['3']);
+    assert.deepEqual([await redis.hget(keys.voucher(a), 'stock'), await redis.hget(keys.voucher(b), 'stock')], ['0', '3']);
+    assert.deepEqual([await redis.hget(keys.voucher(a), 'inflight'), await redis.hget(keys.voucher(b), 'inflight')], ['2', '1']);
+    assert.deepEqual(await redis.hgetall(keys.buyers(b)), { '1': '2' });
+    const admitted = results.flat().filter((r) => r.code === AdmitCode.ADMITTED).map((r) => r.orderId);
+    const records = await redis.hmget(keys.inflight(shard), ...admitted);
+    assert.deepEqual(records.map((r) => r?.split('|')[0]), [String(a), String(a), String(b)]);
+    const streamed = (await redis.xrange(keys.orders(shard), '-', '+')).map(([, f]) => f[1]!.split('|')[0]);
+    assert.ok(admitted.every((id) => streamed.includes(id)));
+  });
+
   it('answers MISSING for every claim of a batch on a voucher without state, and refuses an empty or oversized batch', async () => {
     const results = await scripts.admitMany(999_998n, [claim(1n), claim(2n)]);
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.MISSING, AdmitCode.MISSING]);
@@ -171,44 +209,58 @@ describe('admit script, several claims in one call', () => {
   });
 });
 
-describe('claims batched per voucher and event-loop turn', () => {
-  /** The real scripts, counting the calls that reach Redis. */
-  function countingScripts() {
-    const calls: { voucherId: bigint; claims: number }[] = [];
-    const counted = {
-      admitMany: (voucherId: bigint, claims: AdmitClaim[], options?: AdmitOptions) => {
-        calls.push({ voucherId, claims: claims.length });
-        return scripts.admitMany(voucherId, claims, options);
-      },
+describe('claims batched per event-loop turn', () => {
+  /** The real scripts, counting the calls that reach Redis and their groups. */
+  function countingScripts(callPerShard: boolean) {
+    const calls: { voucherId: bigint; claims: number }[][] = [];
+    const admitGroups: AdmitGroups = (groups) => {
+      calls.push(groups.map((g) => ({ voucherId: g.voucherId, claims: g.claims.length })));
+      return scripts.admitGroups(groups);
     };
-    return { calls, admit: batchAdmissions(counted, NO_RATE_LIMITS) };
+    return { calls, admit: batchAdmissions({ admitGroups, keys, limits: NO_RATE_LIMITS, callPerShard }) };
   }
+  const claimsOn = (admit: AdmitOne, voucherId: bigint, users: number) =>
+    Promise.all(Array.from({ length: users }, (_, i) => admit(voucherId, { userId: BigInt(i + 1), orderId: nextOrder++, quantity: 1 })));
 
-  it('when claims on two vouchers arrive together, then each voucher gets one call and each caller its own answer', async () => {
+  it('when claims on two vouchers of one shard arrive together, then they share calls of at most MAX_ADMIT_BATCH claims, a group per voucher, and each caller gets its own answer', async () => {
     const a = await voucher(2, 1);
-    const b = await voucher(100, 1);
-    const { calls, admit } = countingScripts();
-    const onA = [1n, 2n, 3n].map((u) => admit(a, { userId: u, orderId: nextOrder++, quantity: 1 }));
-    const onB = Array.from({ length: MAX_ADMIT_BATCH + 6 }, (_, i) => admit(b, { userId: BigInt(i + 1), orderId: nextOrder++, quantity: 1 }));
-    const resultsA = await Promise.all(onA);
-    const resultsB = await Promise.all(onB);
+    const b = await voucherOnShard(keys.shardOf(a), 100, 1);
+    const { calls, admit } = countingScripts(true);
+    const [resultsA, resultsB] = await Promise.all([claimsOn(admit, a, 3), claimsOn(admit, b, MAX_ADMIT_BATCH + 6)]);
     assert.deepEqual(resultsA.map((r) => r.code), [AdmitCode.ADMITTED, AdmitCode.ADMITTED, AdmitCode.SOLD_OUT]);
     assert.ok(resultsB.every((r) => r.code === AdmitCode.ADMITTED));
     assert.equal(new Set(resultsB.map((r) => r.orderId)).size, resultsB.length);
     assert.deepEqual(calls, [
-      { voucherId: a, claims: 3 },
-      { voucherId: b, claims: MAX_ADMIT_BATCH },
-      { voucherId: b, claims: 6 },
+      [{ voucherId: a, claims: 3 }, { voucherId: b, claims: MAX_ADMIT_BATCH - 3 }],
+      [{ voucherId: b, claims: 9 }],
     ]);
     assert.equal(await redis.hget(keys.voucher(b), 'stock'), String(100 - MAX_ADMIT_BATCH - 6));
   });
 
+  it('when claims on vouchers of two shards arrive together, then a Cluster gets a call per shard and a single server one call', async () => {
+    const a = await voucher(10, 1);
+    const b = await voucherOnShard((keys.shardOf(a) + 1) % keys.shards, 10, 1);
+    const perShard = countingScripts(true);
+    await Promise.all([claimsOn(perShard.admit, a, 2), claimsOn(perShard.admit, b, 2)]);
+    assert.deepEqual(perShard.calls, [[{ voucherId: a, claims: 2 }], [{ voucherId: b, claims: 2 }]]);
+    if (isCluster(redis)) return; // keys of two slots in one script: CROSSSLOT there
+    const oneCall = countingScripts(false);
+    const results = await Promise.all([claimsOn(oneCall.admit, a, 3), claimsOn(oneCall.admit, b, 3)]);
+    assert.deepEqual(oneCall.calls, [[{ voucherId: a, claims: 3 }, { voucherId: b, claims: 3 }]]);
+    // Users 1 and 2 hold their unit from the first turn: over the limit; user 3 is admitted.
+    const { ADMITTED, LIMIT_EXCEEDED } = AdmitCode;
+    assert.deepEqual(results.flat().map((r) => r.code), [LIMIT_EXCEEDED, LIMIT_EXCEEDED, ADMITTED, LIMIT_EXCEEDED, LIMIT_EXCEEDED, ADMITTED]);
+    assert.deepEqual([await redis.hget(keys.voucher(a), 'stock'), await redis.hget(keys.voucher(b), 'stock')], ['7', '7']);
+  });
+
   it('when the call fails, then every claim of its batch fails with the error, and the next turn starts afresh', async () => {
     let fail = true;
-    const admit = batchAdmissions(
-      { admitMany: (v, c, l) => (fail ? Promise.reject(new Error('connection lost')) : scripts.admitMany(v, c, l)) },
-      NO_RATE_LIMITS,
-    );
+    const admit = batchAdmissions({
+      admitGroups: (groups) => (fail ? Promise.reject(new Error('connection lost')) : scripts.admitGroups(groups)),
+      keys,
+      limits: NO_RATE_LIMITS,
+      callPerShard: false,
+    });
     const v = await voucher(5);
     const failed = await Promise.allSettled([1n, 2n].map((u) => admit(v, { userId: u, orderId: nextOrder++, quantity: 1 })));
     assert.deepEqual(failed.map((r) => r.status), ['rejected', 'rejected']);
