@@ -3,10 +3,10 @@
 -- of its event loop for the voucher segments of one call scope (one hash slot on a Cluster, every
 -- shard on a single server: admission-batch.ts), in groups of claims on one voucher segment; each
 -- claim sees the effects of the ones before it, exactly as if each had been a call of its own.
--- What every call pays once (the script call, the master check, TIME, the in-flight write of each
--- shard) is paid once per batch, whatever its vouchers; reads and writes of a voucher's keys once
--- per group (one HMGET of the buyers' counts, one of their idempotency records, one write of each
--- key at the end): in Redis, a command costs more than the Lua around it.
+-- What a call pays once (the script call, the master check, TIME, the token buckets' read, the
+-- in-flight write of each shard) is paid once per batch, whatever its vouchers; reads and writes
+-- of a voucher's keys once per group (one HMGET of the buyers' counts, one of their idempotency
+-- records, one write of each key at the end): in Redis, a command costs more than the Lua around it.
 -- Per group g, in the order of the groups, KEYS from k = 1 + (the keys of the groups before):
 -- KEYS[k]     voucher hash   {stock, begin, end, limit, expire, waitcap, builtAt, listAdditions, inflight, verifiedOn}
 --                            (fields: KeySpace.voucher in keys.ts); listAdditions is bumped here
@@ -50,6 +50,39 @@ local master, now, nowMicros = nil, nil, nil
 local enrolled = 0 -- waitlist enrolments of this call
 -- Per in-flight hash (one per shard): its records of this call, written once at the end.
 local inflightOut, inflightKeys = {}, {}
+
+-- The token buckets of the whole call: read with one MGET before the first group, taken from claim
+-- by claim (a bucket two groups share, as a buyer's claims on two segments, carries over), each
+-- written once at the end. Every claim of the call sees the same Redis time, so this equals a
+-- read and a write per claim.
+local bucketKeys, buckets = {}, {}
+do
+  local k, a = 1, 1
+  local function wants(key)
+    if not buckets[key] then
+      buckets[key] = {}
+      bucketKeys[#bucketKeys + 1] = key
+    end
+  end
+  while a <= #ARGV do
+    local claims, vRate, uRate = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4])
+    if vRate > 0 then wants(KEYS[k + GROUP_KEYS - 1]) end
+    if uRate > 0 then for i = 1, claims do wants(KEYS[k + GROUP_KEYS - 1 + i]) end end
+    k, a = k + GROUP_KEYS + (uRate > 0 and claims or 0), a + GROUP_ARGS + CLAIM_ARGS * claims
+  end
+  if #bucketKeys > 0 then
+    now, nowMicros = sk_now()
+    local stored = redis.call('MGET', unpack(bucketKeys))
+    for j, key in ipairs(bucketKeys) do buckets[key].stored = stored[j] end
+  end
+end
+
+-- The bucket at `key` with its level now, computed at its first use in the call.
+local function bucketOf(key, rate, burst)
+  local b = buckets[key]
+  if not b.level then b.level, b.rate, b.burst = sk_bucket_level(b.stored, rate, burst, now), rate, burst end
+  return b
+end
 
 -- The group whose keys start at KEYS[k] and arguments at ARGV[a]; returns the next group's k and a.
 local function admitGroup(k, a)
@@ -111,30 +144,16 @@ local function admitGroup(k, a)
   end
   local listAdditionsBefore = listAdditions
 
-  -- Token buckets: read once per group, taken from claim by claim here, written once at the end
-  -- (every claim of the call sees the same Redis time, so this equals a read and write per claim).
-  local vLevel, vTaken = nil, false
-  if vRate > 0 then vLevel = sk_bucket_level(redis.call('GET', voucherBucketKey), vRate, vBurst, now) end
-  local uLevel, uTaken = {}, {}
-  if uRate > 0 then
-    local levels = redis.call('MGET', unpack(KEYS, userBuckets + 1, userBuckets + claims))
-    for i = 1, claims do
-      local key = KEYS[userBuckets + i]
-      if uLevel[key] == nil then uLevel[key] = sk_bucket_level(levels[i], uRate, uBurst, now) end
-    end
-  end
-
   -- One token from the voucher's bucket and one from the buyer's, or none: 0, or the ms to wait.
   local function takeTokens(userBucket)
+    local v = vRate > 0 and bucketOf(voucherBucketKey, vRate, vBurst) or nil
+    local u = userBucket and bucketOf(userBucket, uRate, uBurst) or nil
     local wait = 0
-    if vLevel then wait = sk_bucket_wait(vLevel, vRate) end
-    if userBucket then wait = math.max(wait, sk_bucket_wait(uLevel[userBucket], uRate)) end
+    if v then wait = sk_bucket_wait(v.level, v.rate) end
+    if u then wait = math.max(wait, sk_bucket_wait(u.level, u.rate)) end
     if wait > 0 then return wait end
-    if vLevel then vLevel, vTaken = vLevel - 1, true end
-    if userBucket then
-      uLevel[userBucket] = uLevel[userBucket] - 1
-      uTaken[userBucket] = true
-    end
+    if v then v.level, v.taken = v.level - 1, true end
+    if u then u.level, u.taken = u.level - 1, true end
     return 0
   end
 
@@ -222,8 +241,6 @@ local function admitGroup(k, a)
   if admitted > 0 or listAdditions ~= listAdditionsBefore then
     redis.call('HSET', voucherKey, 'stock', stock, 'inflight', voucher.inflight + admitted, 'listAdditions', listAdditions)
   end
-  if vTaken then sk_bucket_store(voucherBucketKey, vLevel, vRate, vBurst, now) end
-  for key in pairs(uTaken) do sk_bucket_store(key, uLevel[key], uRate, uBurst, now) end
   return nextK, nextA
 end
 
@@ -231,5 +248,9 @@ local k, a = 1, 1
 while a <= #ARGV do k, a = admitGroup(k, a) end
 for _, key in ipairs(inflightKeys) do
   if #inflightOut[key] > 0 then redis.call('HSET', key, unpack(inflightOut[key])) end
+end
+for _, key in ipairs(bucketKeys) do
+  local b = buckets[key]
+  if b.taken then sk_bucket_store(key, b.level, b.rate, b.burst, now) end
 end
 return out

@@ -201,6 +201,20 @@ describe('admit script, several claims in one call', () => {
     assert.ok(admitted.every((id) => streamed.includes(id)));
   });
 
+  it('when two groups of a call take from the same buckets, then the second sees what the first took', async () => {
+    const v = await voucher(10, 5);
+    const shard = keys.shardOf(v);
+    const limits = { voucher: { rate: 1, burst: 3 }, user: { rate: 1, burst: 1 } };
+    const results = await scripts.admitGroups([
+      { voucherId: v, shard, claims: [claim(1n), claim(2n)], limits, enrol: false },
+      { voucherId: v, shard, claims: [claim(1n), claim(3n), claim(4n)], limits },
+    ]);
+    const { ADMITTED, RATE_LIMITED } = AdmitCode;
+    // Buyer 1's one token went in the first group; the voucher's three to buyers 1, 2 and 3.
+    assert.deepEqual(results.map((group) => group.map((r) => r.code)), [[ADMITTED, ADMITTED], [RATE_LIMITED, ADMITTED, RATE_LIMITED]]);
+    assert.equal(await redis.hget(keys.voucher(v), 'stock'), '7');
+  });
+
   it('answers MISSING for every claim of a batch on a voucher without state, and refuses an empty or oversized batch', async () => {
     const results = await scripts.admitMany(999_998n, [claim(1n), claim(2n)]);
     assert.deepEqual(results.map((r) => r.code), [AdmitCode.MISSING, AdmitCode.MISSING]);
