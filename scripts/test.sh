@@ -92,7 +92,7 @@ TEST_REDIS_CLUSTER_NODES=${nodes#REDIS_CLUSTER_NODES=} run_tests cluster "${on_c
 declare -A not_on_postgres=()
 for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.test.ts test/ids/snowflake.test.ts \
   test/ids/worker-lease.test.ts test/infra/redis/keys.test.ts test/infra/redis/scripts/admit-script.test.ts \
-  test/ops/grafana-dashboard.test.ts test/pipeline/stream-trim.test.ts test/vouchers/segment-placement.test.ts \
+  test/ops/grafana-dashboard.test.ts test/pipeline/stream-trim.test.ts test/pipeline/small-batch-gate.test.ts test/vouchers/segment-placement.test.ts \
   test/faults/sentinel-failover.test.ts test/faults/sentinel-failover-memory.test.ts test/infra/redis/cluster.test.ts \
   test/vouchers/segments.test.ts test/docs/configuration-doc.test.ts test/chaos/checker.test.ts \
   test/chaos/campaign-sentinel-partition.test.ts test/chaos/campaign-db-silent.test.ts test/chaos/campaign-clock-back.test.ts \

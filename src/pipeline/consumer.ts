@@ -5,11 +5,13 @@
 //
 // Each process runs `lanes` loops (lane.ts); lane i reads the shards s with s mod lanes = i, with
 // its own blocking connection and one multi-stream XREADGROUP. On a Redis Cluster every shard is
-// its own slot and a read may name one stream only: there each shard gets a lane of its own.
+// its own slot and a read may name one stream only: there each shard gets a lane of its own. The
+// lanes store full batches side by side and small ones one at a time (small-batch-gate.ts).
 import { isCluster } from '../infra/redis/client.js';
 import { allShards } from '../infra/redis/keys.js';
 import { Lane } from './lane.js';
 import { ensureConsumerGroups } from './maintenance.js';
+import { SmallBatchGate } from './small-batch-gate.js';
 
 import type { PipelineDeps } from './pipeline-deps.js';
 
@@ -25,9 +27,10 @@ export class OrderPipeline {
   static async start(deps: PipelineDeps): Promise<OrderPipeline> {
     await ensureConsumerGroups(deps.redis, deps.keys);
     const count = isCluster(deps.redis) ? deps.keys.shards : Math.min(deps.options.lanes, deps.keys.shards);
+    const gate = new SmallBatchGate();
     const lanes = Array.from({ length: count }, (_, i) => {
       const shards = allShards(deps.keys).filter((s) => s % count === i);
-      return new Lane(deps, shards);
+      return new Lane(deps, shards, gate);
     });
     await Promise.all(lanes.map((l) => l.start()));
     deps.log.info({ consumer: deps.options.consumer, lanes: count }, 'order pipeline started');

@@ -1,8 +1,9 @@
 // One reader of the order pipeline: it reads the shards it is given with its own blocking
-// connection and one multi-stream XREADGROUP. A round, top-down: read a batch, store it in the
-// database (retrying while the database is down), settle it in Redis (acknowledge, compensate what
-// failed), and now and then take over stale entries and tidy the streams. Nothing is acknowledged
-// before it is stored.
+// connection and one multi-stream XREADGROUP. A round, top-down: read a batch (one that is not full
+// waits for the process's small-batch turn and fills up meanwhile: small-batch-gate.ts), store it
+// in the database (retrying while the database is down), settle it in Redis (acknowledge,
+// compensate what failed), and now and then take over stale entries and tidy the streams. Nothing
+// is acknowledged before it is stored.
 import { context } from '@opentelemetry/api';
 import { isTransientDbError, isUniqueViolation } from '../infra/db/errors.js';
 import { isCluster, type RedisClient } from '../infra/redis/client.js';
@@ -16,6 +17,7 @@ import { deadLetter, settleBatch } from './settle-batch.js';
 import { FailureReason, type Settlement } from './settlement.js';
 import { storeOrders } from './store-orders.js';
 import { startBatchSpans } from './batch-spans.js';
+import type { SmallBatchGate } from './small-batch-gate.js';
 
 const FIRST_STORE_RETRY_MS = 100;
 const MAX_STORE_RETRY_MS = 5_000;
@@ -31,6 +33,7 @@ const isMissingGroup = (err: unknown) => /NOGROUP/.test((err as Error).message ?
 export class Lane {
   private readonly deps: PipelineDeps;
   private readonly shards: number[];
+  private readonly gate: SmallBatchGate;
   private readonly conn: RedisClient;
   private readonly streams: string[];
   private clientId: number | null = null;
@@ -43,9 +46,10 @@ export class Lane {
   /** That entry's age when it was read; 0 after a read that found nothing. */
   private lagAtReadMs = 0;
 
-  constructor(deps: PipelineDeps, shards: number[]) {
+  constructor(deps: PipelineDeps, shards: number[], gate: SmallBatchGate) {
     this.deps = deps;
     this.shards = shards;
+    this.gate = gate;
     this.conn = dedicatedConnection(deps.redis, `seckill-lane-${deps.options.consumer}`);
     this.streams = shards.map((s) => deps.keys.orders(s));
   }
@@ -81,8 +85,8 @@ export class Lane {
   private async loop(): Promise<void> {
     while (!this.closing) {
       try {
-        const batch = await this.readBatch();
-        if (batch) await this.handle(batch).finally(() => (this.oldestInHand = null));
+        const batch = await this.readBatch(this.deps.options.batchSize, this.deps.options.blockMs);
+        if (batch) await this.handleInTurn(batch).finally(() => (this.oldestInHand = null));
         await this.maintainWhenDue();
       } catch (err) {
         if (this.closing) break;
@@ -92,19 +96,28 @@ export class Lane {
     }
   }
 
-  /** Waits up to blockMs for new entries of the lane's shards; null when none came. */
-  private async readBatch(): Promise<Entry[] | null> {
+  /** A full batch now; one that is not, in the small-batch turn, filled up with what came meanwhile. */
+  private async handleInTurn(batch: Entry[]): Promise<void> {
+    const { batchSize } = this.deps.options;
+    if (batch.length >= batchSize) return this.handle(batch);
+    return this.gate.run(async () => {
+      const more = this.closing ? null : await this.readBatch(batchSize - batch.length, null);
+      await this.handle(more ? batch.concat(more) : batch);
+    });
+  }
+
+  /** Up to `count` new entries (per stream) of the lane's shards, waiting up to blockMs (null: not at all); null when none came. */
+  private async readBatch(count: number, blockMs: number | null): Promise<Entry[] | null> {
     const { options } = this.deps;
     const streams = this.streams;
     this.reading = true;
-    const reply = (await this.conn.xreadgroup(
-      'GROUP', CONSUMER_GROUP, options.consumer,
-      'COUNT', options.batchSize,
-      'BLOCK', options.blockMs,
-      'STREAMS', ...streams, ...streams.map(() => '>'),
-    ).finally(() => (this.reading = false))) as [string, RawEntry[]][] | null;
+    const ids = streams.map(() => '>');
+    const read = blockMs === null
+      ? this.conn.xreadgroup('GROUP', CONSUMER_GROUP, options.consumer, 'COUNT', count, 'STREAMS', ...streams, ...ids)
+      : this.conn.xreadgroup('GROUP', CONSUMER_GROUP, options.consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', ...streams, ...ids);
+    const reply = (await read.finally(() => (this.reading = false))) as [string, RawEntry[]][] | null;
     if (!reply) {
-      this.lagAtReadMs = 0;
+      if (blockMs !== null) this.lagAtReadMs = 0;
       return null;
     }
     const entries = reply.flatMap(([stream, raw]) => {
@@ -112,7 +125,7 @@ export class Lane {
       return raw.map((r) => parseEntry(shard, r, 1));
     });
     // Stream ids start with Redis' clock at the XADD: the lag costs no extra read.
-    this.oldestInHand = Math.min(...reply.flatMap(([, raw]) => (raw[0] ? [Number(raw[0][0].split('-')[0])] : [])));
+    this.oldestInHand = Math.min(this.oldestInHand ?? Infinity, ...reply.flatMap(([, raw]) => (raw[0] ? [Number(raw[0][0].split('-')[0])] : [])));
     this.lagAtReadMs = Date.now() - this.oldestInHand;
     return entries;
   }
