@@ -8,6 +8,8 @@
 // A promoted order's `promoted` event is not written here but by the pipeline with its `stored`
 // one (its stream entry is marked): this transaction may roll back after Redis admitted it. On a
 // queue voucher the waitlist is the queue's waiting places: its promotions admit the next places.
+// A traced release (its outbox row keeps the releasing span's traceparent) is given back in a span
+// of the released order's trace, and the orders it promotes are stored in that trace too.
 import type { IdGenerator } from '../ids/worker-lease.js';
 import type { Db } from '../infra/db/database.js';
 import type { Scripts } from '../infra/redis/scripts/index.js';
@@ -20,6 +22,7 @@ import type { KeySpace } from '../infra/redis/keys.js';
 import type { RedisClient } from '../infra/redis/client.js';
 import type { SegmentMoves } from '../vouchers/segment-moves.js';
 import { homeShard, segmentShards } from '../vouchers/segments.js';
+import { inCarriedSpan } from '../tracing/spans.js';
 
 const ROWS_PER_TRANSACTION = 200;
 
@@ -53,6 +56,7 @@ interface OutboxRow {
   voucher_id: string;
   user_id: string;
   quantity: number;
+  trace_parent: string | null;
 }
 
 const promotedEvent = (p: Promotion & { voucherId: string }) => ({ type: 'promoted' as const, status: 'processing', ...p });
@@ -86,7 +90,10 @@ async function tellQueues(directory: VoucherDirectory, tell: NonNullable<Release
 
 export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
   const { db, scripts, ids, directory, redisState, moves, keys, pubsub: events, onQueuePromotions } = deps;
-  async function giveBack(row: OutboxRow): Promise<(Promotion & { voucherId: string })[]> {
+  const giveBackTraced = (row: OutboxRow) =>
+    inCarriedSpan('order give back', row.trace_parent, { 'seckill.order.id': row.order_id }, (traceParent) => giveBack(row, traceParent));
+
+  async function giveBack(row: OutboxRow, traceParent: string | undefined): Promise<(Promotion & { voucherId: string })[]> {
     const voucher = await directory.getStored(BigInt(row.voucher_id));
     if (!voucher) return [];
     // Back to the segment the buyer claimed in, whose count holds these units.
@@ -99,6 +106,7 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       quantity: row.quantity,
       promotionIds: [] as bigint[],
       queue: voucher.queue !== null,
+      ...(traceParent ? { traceParent } : {}),
     };
     if (voucher.waitlist || voucher.queue) {
       // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.
@@ -126,14 +134,14 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       .execute(async (trx) => {
         rows = await trx
           .selectFrom('release_outbox')
-          .select(['order_id', 'voucher_id', 'user_id', 'quantity'])
+          .select(['order_id', 'voucher_id', 'user_id', 'quantity', 'trace_parent'])
           .orderBy('order_id')
           .limit(ROWS_PER_TRANSACTION)
           .forUpdate()
           .skipLocked()
           .execute();
         if (rows.length === 0) return;
-        for (const list of await Promise.all(rows.map(giveBack))) promotions.push(...list);
+        for (const list of await Promise.all(rows.map(giveBackTraced))) promotions.push(...list);
         await trx.deleteFrom('release_outbox').where('order_id', 'in', rows.map((r) => r.order_id)).execute();
       });
     await announce(promotions);

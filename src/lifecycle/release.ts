@@ -24,7 +24,10 @@ export interface LockedOrder {
 
 const byId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
 
-export async function releaseLocked(trx: Transaction<Database>, orders: LockedOrder[], status: ReleaseStatus): Promise<void> {
+/** The traceparent of the span that releases an order (tracing/order-spans.ts), null when untraced. */
+export type ReleaseTrace = (orderId: string) => string | null;
+
+export async function releaseLocked(trx: Transaction<Database>, orders: LockedOrder[], status: ReleaseStatus, traceOf?: ReleaseTrace): Promise<void> {
   if (orders.length === 0) return;
   const changed = await trx
     .updateTable('orders')
@@ -33,15 +36,16 @@ export async function releaseLocked(trx: Transaction<Database>, orders: LockedOr
     .where('status', '=', 'pending_payment')
     .executeTakeFirst();
   if (Number(changed.numUpdatedRows) !== orders.length) throw new Error('a locked pending order changed under its lock');
-  await giveBack(trx, orders);
+  await giveBack(trx, orders, traceOf);
 }
 
 /**
  * Gives locked orders' units back: to the voucher's stock and the buyer's quantity in SQL, and for
  * seckill vouchers through the release outbox to Redis (waitlist first). An expiry, a cancellation,
- * a refund with restock: one path.
+ * a refund with restock: one path. The outbox row keeps the releasing span's traceparent, so the
+ * relay and the promotion it makes join the released order's trace.
  */
-export async function giveBack(trx: Transaction<Database>, orders: LockedOrder[]): Promise<void> {
+export async function giveBack(trx: Transaction<Database>, orders: LockedOrder[], traceOf?: ReleaseTrace): Promise<void> {
   if (orders.length === 0) return;
   const units = new Map<string, number>();
   const held = new Map<string, QuantityChange>();
@@ -73,7 +77,7 @@ export async function giveBack(trx: Transaction<Database>, orders: LockedOrder[]
   if (outbox.length) {
     await trx
       .insertInto('release_outbox')
-      .values(outbox.map((o) => ({ order_id: o.id, voucher_id: o.voucher_id, user_id: o.user_id, quantity: o.quantity })))
+      .values(outbox.map((o) => ({ order_id: o.id, voucher_id: o.voucher_id, user_id: o.user_id, quantity: o.quantity, trace_parent: traceOf?.(o.id) ?? null })))
       .execute();
   }
 }

@@ -58,7 +58,7 @@ export function createReleases({ db, releaseRelay: relay, pubsub: events, log, e
       .execute(async (trx) => {
         const locked = await lock(trx);
         return withOrderSpans(`order ${status}`, locked, async (spans) => {
-          await releaseLocked(trx, locked, status);
+          await releaseLocked(trx, locked, status, spans.traceParent);
           // releaseLocked holds the vouchers' rows now.
           await addOrderCounts(trx, moved(locked, 'pending_payment', status), { voucherLocked: true });
           await outbox?.write(trx, locked.map((o) => ({ ...eventOf(status)(o), traceParent: spans.traceParent(o.id) })));

@@ -54,7 +54,7 @@ export function refundOrderUseCase({ db, findOrder, releaseRelay: relay, pubsub,
           .executeTakeFirst()) !== undefined;
       return withOrderSpans('order refund', [row], async (spans) => {
         await trx.updateTable('orders').set({ status: 'refunded', refunded_at: now, refund_restocked: open }).where('id', '=', row.id).execute();
-        if (open) await giveBack(trx, [row]); // locks the voucher row first
+        if (open) await giveBack(trx, [row], spans.traceParent); // locks the voucher row first
         await addOrderCounts(trx, moved([row], 'paid', 'refunded'), { voucherLocked: open });
         const traceParent = spans.traceParent(row.id);
         await outbox?.write(trx, [{ type: 'refunded', status: 'refunded', orderId: row.id, voucherId: row.voucher_id, userId: row.user_id, quantity: row.quantity, traceParent }]);

@@ -48,6 +48,24 @@ export function failSpan(span: Span, err: unknown): void {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
+/**
+ * Runs `work` in a span `name` that continues a carried trace, given the span's traceparent; without
+ * one (an untraced order) it just runs `work`, given nothing.
+ */
+export async function inCarriedSpan<T>(name: string, traceParent: string | null | undefined, attributes: Attributes, work: (traceParent: string | undefined) => Promise<T>): Promise<T> {
+  if (!traceParent) return work(undefined);
+  return tracer.startActiveSpan(name, { attributes }, contextOf(traceParent), async (span) => {
+    try {
+      return await work(traceParentOf(span));
+    } catch (err) {
+      failSpan(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
+}
+
 /** Runs `work` in a child span of the active span when that one is sampled; otherwise just runs it. */
 export async function inSpan<T>(name: string, attributes: Attributes, work: () => Promise<T>): Promise<T> {
   if (!trace.getActiveSpan()?.isRecording()) return work();

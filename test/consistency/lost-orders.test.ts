@@ -56,15 +56,19 @@ describe('acknowledged orders the database lost', () => {
     assert.equal((await t.c.metrics.ordersRestored.get()).values[0]?.value, 3);
   });
 
-  it('restores an order once however often it is asked, and an order stored already takes nothing again', async () => {
+  it('restores an order once however often it is asked, with the trace its entry carried, and an order stored already takes nothing again', async () => {
     const v = await createVoucher(t, { stock: 5, perUserLimit: 1 });
     const admitted = await burst(t, v.id, range(1, 4));
     await waitForDrain(t.c, v.id);
     await loseOrders(v.id, admitted.slice(0, 1));
     const missing = await t.c.lostOrders.missing(BigInt(v.id));
     assert.deepEqual(missing.map((o) => o.orderId), admitted.slice(0, 1));
-    // Twice at once, as two workers would.
-    assert.equal((await Promise.all([1, 2].map(() => t.c.scripts.restore(missing[0]!)))).filter(Boolean).length, 1);
+    // Twice at once, as two workers would; the order's traced claim (its entry's t field) still traced.
+    const traceParent = `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01`;
+    const traced = { ...missing[0]!, traceParent };
+    assert.equal((await Promise.all([1, 2].map(() => t.c.scripts.restore(traced)))).filter(Boolean).length, 1);
+    const [[, fields]] = (await t.c.redis.xrevrange(t.c.keys.orders(traced.shard), '+', '-', 'COUNT', 1)) as [string, string[]][] as [[string, string[]]];
+    assert.deepEqual(fields.slice(2), ['t', traceParent], JSON.stringify(fields));
     await waitForDrain(t.c, v.id);
     assert.deepEqual(await t.c.lostOrders.missing(BigInt(v.id)), []);
     assert.equal(await t.c.scripts.restore(missing[0]!), true, 'a stored order, asked by hand, is admitted again');

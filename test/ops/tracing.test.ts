@@ -45,7 +45,7 @@ after(() => serve.stop());
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 describe('tracing', () => {
-  it("when a buyer claims with a sampled traceparent and pays, then one trace holds the request, the admission, the store, the payment, the publishes and the deliveries, parent to child; an unpaid order's expiry joins its trace too", { timeout: 90_000 }, async () => {
+  it("when a buyer claims with a sampled traceparent and pays, then one trace holds the request, the admission, the store, the payment, the publishes and the deliveries, parent to child; an unpaid order's expiry joins its trace too, and so does the promotion of the waiting buyer its unit goes to", { timeout: 90_000 }, async () => {
     const address = (await serve.line(/listening at (http:\/\/127\.0\.0\.1:\d+)/, 60_000))[1]!;
     await serve.line(/order pipeline started/, 30_000);
     const client = new JsonClient(address);
@@ -121,18 +121,44 @@ describe('tracing', () => {
     const untraced = tap.received.filter((e) => e.orderId !== orderId);
     assert.ok(untraced.length >= 3 && untraced.every((e) => !tap.traceParents.has(e.eventId)), 'untraced events carry no traceparent');
 
-    // An order left unpaid: its expiry, done by the payment timer with no request at all, joins its trace.
+    // An order left unpaid: its expiry, done by the payment timer with no request at all, joins its
+    // trace; so do the giving back of its unit, which promotes a waiting (untraced) buyer, and the
+    // promoted order's store and events.
     const shortVoucher = await client.request('POST', '/api/vouchers', {
       token: admin,
-      body: { title: 'traced, unpaid', kind: 'seckill', stock: 1, paymentTimeoutSeconds: 1, beginAt: new Date(Date.now() - 1000).toISOString(), endAt: new Date(Date.now() + 600_000).toISOString() },
+      body: { title: 'traced, unpaid', kind: 'seckill', stock: 1, paymentTimeoutSeconds: 2, waitlist: true, beginAt: new Date(Date.now() - 1000).toISOString(), endAt: new Date(Date.now() + 600_000).toISOString() },
     });
+    const shortId = String(shortVoucher.body.id);
     const unpaidTrace = hex(16);
-    const unpaid = await client.request('POST', `/api/vouchers/${String(shortVoucher.body.id)}/orders`, { token: buyer, body: {}, headers: { traceparent: `00-${unpaidTrace}-${hex(8)}-01` } });
+    const unpaid = await client.request('POST', `/api/vouchers/${shortId}/orders`, { token: buyer, body: {}, headers: { traceparent: `00-${unpaidTrace}-${hex(8)}-01` } });
     assert.equal(unpaid.status, 202);
-    const inUnpaid = (name: string) => otlp.trace(unpaidTrace).find((s) => s.name === name);
-    await waitFor('the expiry in the unpaid order\'s trace', () => ['order store', 'order expired', 'order.expired publish'].every(inUnpaid), 30_000);
-    assert.equal(inUnpaid('order expired')!.parentSpanId, inUnpaid('order store')!.spanId);
-    assert.equal(inUnpaid('order expired')!.attributes['seckill.order.id'], String(unpaid.body.orderId));
-    assert.equal(inUnpaid('order.expired publish')!.parentSpanId, inUnpaid('order expired')!.spanId);
+    const unpaidId = String(unpaid.body.orderId);
+    const waiter = await tokens.sign({ userId: 30n, admin: false }, 600);
+    const waiting = await client.request('POST', `/api/vouchers/${shortId}/orders`, { token: waiter, body: {} });
+    assert.equal(waiting.status, 409, JSON.stringify(waiting.body));
+    assert.equal(waiting.body.waitlisted, true);
+    const inUnpaid = (name: string) => otlp.trace(unpaidTrace).filter((s) => s.name === name);
+    const one = (name: string) => inUnpaid(name)[0]!;
+    await waitFor(
+      "the expiry and the promotion in the unpaid order's trace",
+      () => ['order expired', 'order.expired publish', 'order give back', 'order.promoted publish'].every((n) => inUnpaid(n).length === 1) && inUnpaid('order store').length === 2,
+      30_000,
+    );
+    const stored = new Map(inUnpaid('order store').map((s) => [s.attributes['seckill.order.id'], s]));
+    const expired = one('order expired');
+    assert.equal(expired.parentSpanId, stored.get(unpaidId)?.spanId);
+    assert.equal(expired.attributes['seckill.order.id'], unpaidId);
+    assert.equal(one('order.expired publish').parentSpanId, expired.spanId);
+    const givenBack = one('order give back');
+    assert.equal(givenBack.parentSpanId, expired.spanId, 'the unit is given back under the expiry that released it');
+    assert.equal(givenBack.attributes['seckill.order.id'], unpaidId);
+    // The waiting buyer's order, promoted by the giving back: stored under it, its events under its store.
+    const mine = await waitFor('the promoted order', async () => {
+      const r = await client.request('GET', `/api/orders?voucherId=${shortId}`, { token: waiter });
+      return (r.body.orders as { id: string }[] | undefined)?.[0];
+    }, 10_000);
+    const promotedStore = stored.get(String(mine.id));
+    assert.equal(promotedStore?.parentSpanId, givenBack.spanId, 'the promoted order is stored under the giving back');
+    assert.equal(one('order.promoted publish').parentSpanId, promotedStore.spanId);
   });
 });

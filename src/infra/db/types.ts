@@ -71,6 +71,8 @@ export interface ReleaseOutboxTable {
   voucher_id: Id;
   user_id: Id;
   quantity: number;
+  /** The releasing span's traceparent (migration 0014); null: untraced. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Generated<Date>;
 }
 

@@ -12,6 +12,7 @@ import * as pricesPayments from './0010-prices-payments.js';
 import * as stripeEvents from './0011-stripe-events.js';
 import * as webhookEvents from './0012-webhook-events.js';
 import * as traceParent from './0013-trace-parent.js';
+import * as releaseTrace from './0014-release-trace.js';
 
 /** Every migration, in order. Names never change once released. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0011-stripe-events': stripeEvents,
   '0012-webhook-events': webhookEvents,
   '0013-trace-parent': traceParent,
+  '0014-release-trace': releaseTrace,
 };

@@ -10,7 +10,9 @@
 --   (ARGV[2] "": nothing released, only promotions for units this segment has: a segment of the
 --   voucher lent it units for its waiting users, segment-moves.ts, or a queue's next places)
 -- ARGV[5] 1: a queue voucher, 0: not
--- ARGV[6..] fresh order ids for promotions (one per promotion at most)
+-- ARGV[6] the traceparent promotions carry in their stream entries (the relay's span in the released
+--   order's trace), "" for none
+-- ARGV[7..] fresh order ids for promotions (one per promotion at most)
 -- Returns {RESTOCKED, orderId1, userId1, quantity1, ...} for the promotions made,
 --   {GIVEN_BACK_BEFORE} when this order was given back before, {MISSING} when the voucher's state
 --   is missing (warm it: the database already has the units back, and warming marks the order as
@@ -25,7 +27,8 @@ local segment = {voucher = KEYS[1], buyers = KEYS[2], inflight = KEYS[3], stream
 local waitlistKey, wantedKey, releasedKey, queueAdmittedKey = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local voucherId, releasedId, releasedUser, releasedQuantity = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local queue = ARGV[5] == '1'
-local FIRST_PROMOTION_ID = 6
+local trace = ARGV[6]
+local FIRST_PROMOTION_ID = 7
 
 local voucher = sk_voucher_state(segment.voucher)
 if not voucher then return {MISSING} end
@@ -59,7 +62,7 @@ while nextId <= #ARGV do
   redis.call('HDEL', wantedKey, user)
   if code == SK_CODE.ADMITTED then -- otherwise no longer eligible (already holds the limit): skipped
     local orderId = ARGV[nextId]
-    sk_admit(segment, voucherId, user, orderId, want, now, voucher.expireAt)
+    sk_admit(segment, voucherId, user, orderId, want, now, voucher.expireAt, trace)
     if queue then
       redis.call('HSET', queueAdmittedKey, user, orderId)
       redis.call('EXPIREAT', queueAdmittedKey, voucher.expireAt)

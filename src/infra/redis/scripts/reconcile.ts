@@ -104,7 +104,7 @@ export function reconcileScripts(calls: ScriptCalls, keys: KeySpace): ReconcileS
     async restore(order) {
       const voucherKey = keys.voucher(order.voucherId, order.shard);
       const record = entryRecord(order);
-      return (await restore(...shardKeys(order.shard), voucherKey, order.orderId, record.order, record.mark, record.key)) === APPLIED;
+      return (await restore(...shardKeys(order.shard), voucherKey, order.orderId, record.order, record.mark, record.key, order.traceParent ?? '')) === APPLIED;
     },
   };
 }

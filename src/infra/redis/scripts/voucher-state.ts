@@ -33,6 +33,8 @@ export interface RestockInput {
   promotionIds: bigint[];
   /** A queue voucher: each promotion is also recorded as its place's admission. */
   queue?: boolean;
+  /** The traceparent the promotions' stream entries carry (their orders join that trace). */
+  traceParent?: string;
 }
 
 export interface Promotion {
@@ -78,7 +80,7 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
       );
       return code === WarmCode.CREATED;
     },
-    async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds, queue = false }) {
+    async restock({ voucherId, shard = keys.shardOf(voucherId), orderId, userId, quantity, promotionIds, queue = false, traceParent = '' }) {
       const reply = (await restock(
         ...admissionKeys(keys, voucherId, shard),
         keys.released(voucherId, shard),
@@ -88,6 +90,7 @@ export function voucherStateScripts(calls: ScriptCalls, keys: KeySpace): Voucher
         userId,
         quantity,
         queue ? 1 : 0,
+        traceParent,
         ...promotionIds.map(String),
       )) as (number | string)[];
       if (reply[0] === RestockCode.GIVEN_BACK_BEFORE) return { kind: 'already' };

@@ -83,12 +83,13 @@ end
 -- Admits a waitlist promotion (restock-8.lua): takes the units, counts them for the buyer, records
 -- the in-flight order and appends it to the shard's stream (the order pipeline stores it).
 -- admit-n.lua does the same for a whole batch of claims, with one write per key at the end.
--- segment: the keys {voucher, buyers, inflight, stream}; expireAt: the voucher's.
-local function sk_admit(segment, voucherId, userId, orderId, quantity, now, expireAt)
+-- segment: the keys {voucher, buyers, inflight, stream}; expireAt: the voucher's; trace: the
+-- traceparent its entry carries, or "".
+local function sk_admit(segment, voucherId, userId, orderId, quantity, now, expireAt, trace)
   redis.call('HINCRBY', segment.voucher, 'stock', -quantity)
   redis.call('HINCRBY', segment.voucher, 'inflight', 1)
   redis.call('HINCRBY', segment.buyers, userId, quantity)
   redis.call('EXPIREAT', segment.buyers, expireAt)
-  local record = sk_enqueue(segment.stream, orderId, sk_order(voucherId, userId, quantity, now), SK_PROMOTED)
+  local record = sk_enqueue(segment.stream, orderId, sk_order(voucherId, userId, quantity, now), SK_PROMOTED, nil, trace)
   redis.call('HSET', segment.inflight, orderId, record)
 end
