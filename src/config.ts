@@ -54,7 +54,7 @@ export const settings = {
   consumerName: setting('CONSUMER_NAME', '', (raw) => raw, 'Consumer name of this worker in the stream group; must be unique per process (default: host:pid).'),
   dbStatementTimeoutMs: setting('DB_STATEMENT_TIMEOUT_MS', '5000', int(100, 600_000),
     'Longest wait for one database statement (migrations excepted): past it the connection is destroyed and the request answered 503 UNAVAILABLE (the pipeline retries its batch), so a database that stops answering without closing holds no claim and no connection.'),
-  pipelineLanes: setting('PIPELINE_LANES', '4', int(1, 1024), 'Concurrent stream readers (batches in flight) per worker process.'),
+  pipelineLanes: setting('PIPELINE_LANES', '4', int(1, 1024), 'Concurrent stream readers per worker process: full batches are stored side by side, smaller ones one at a time.'),
   pipelineBatch: setting('PIPELINE_BATCH', '500', int(1, 10000), 'Most orders stored in one database transaction.'),
   pipelineBlockMs: setting('PIPELINE_BLOCK_MS', '1000', int(10, 60000), 'How long an idle reader blocks waiting for entries.'),
   claimIdleMs: setting('CLAIM_IDLE_MS', '30000', int(100, 3600000), 'An entry pending this long on a consumer (probably dead) is taken over by a live one.'),
