@@ -1,4 +1,3 @@
-import type { onRequestHookHandler } from 'fastify';
 import { Type } from 'typebox';
 import { type Guards, principalOf } from '../auth/guards.js';
 import { AppError } from '../errors.js';
@@ -7,13 +6,14 @@ import type { ClaimTokens } from './claim-tokens.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherKind } from '../infra/db/types.js';
 import type { Claimer } from './claim.js';
+import { IDEMPOTENCY_KEY_PATTERN, type SoldOutGate } from './sold-out-gate.js';
 
 const ClaimBody = Type.Object(
   { quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })) },
   { additionalProperties: false },
 );
 const ClaimHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' })),
+  'idempotency-key': Type.Optional(Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN })),
   'claim-token': Type.Optional(Type.String({ maxLength: 256 })),
 });
 const Claimed = Type.Object({ orderId: Type.String(), status: Type.String() });
@@ -23,8 +23,8 @@ export interface ClaimRouteDeps {
   directory: VoucherDirectory;
   /** Vouchers created with claimToken: true take claims only with a valid Claim-Token header. */
   claimTokens: Pick<ClaimTokens, 'check'>;
-  /** First hook of the claim route: answers what needs no identity (sold-out-gate.ts). */
-  soldOutGate: onRequestHookHandler;
+  /** The claim route's sold-out answers from memory, before and after the token check (sold-out-gate.ts). */
+  soldOutGate: SoldOutGate;
   /** The claimer of each kind (claimers.ts). */
   claimers: Record<VoucherKind, Claimer>;
   /** Told of every answer of the route (status code, seconds taken), refusals of earlier hooks included. */
@@ -35,7 +35,7 @@ export function registerClaimRoutes(app: App, { guards, directory, claimTokens, 
   app.post(
     '/api/vouchers/:id/orders',
     {
-      onRequest: [soldOutGate, guards.user],
+      onRequest: [soldOutGate.unkeyed, guards.user, soldOutGate.keyed],
       // elapsedTime is Fastify's own clock of the request (no extra timer per claim).
       onResponse: (_request, reply, done) => {
         observe?.(reply.statusCode, reply.elapsedTime / 1000);

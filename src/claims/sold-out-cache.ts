@@ -37,6 +37,11 @@ export interface SoldOutCache {
    * the voucher is flagged and has neither a waitlist nor claim tokens.
    */
   soldOutForAnyone(voucherId: bigint): boolean;
+  /**
+   * True when a claim with an Idempotency-Key from `userId` gets SOLD_OUT, waitlisted: false: the
+   * voucher is sold out for anyone and its snapshot shows no idempotency record of that user.
+   */
+  soldOutForKeyed(voucherId: bigint, userId: bigint): boolean;
   /** True while the voucher is flagged: Redis said no unit is left for anyone (in any segment). */
   flagged(voucherId: bigint): boolean;
   /** Taken just before asking Redis, for `remember`. */
@@ -101,6 +106,12 @@ class SoldOutFlags implements SoldOutCache {
 
   soldOutForAnyone(voucherId: bigint): boolean {
     return this.standing(voucherId)?.anyone === true;
+  }
+
+  soldOutForKeyed(voucherId: bigint, userId: bigint): boolean {
+    const flag = this.standing(voucherId);
+    const keyed = flag?.anyone ? flag.snapshot?.keyed : null;
+    return keyed !== null && keyed !== undefined && !keyed.has(userId.toString());
   }
 
   flagged(voucherId: bigint): boolean {

@@ -1,31 +1,57 @@
 // The cheapest answer there is: a claim on a voucher that is sold out for everyone alike (no
-// waitlist, no claim tokens) and that carries no Idempotency-Key is answered SOLD_OUT in the
-// route's first hook, from memory, before the bearer token's signature or the body is looked at.
-// The answer is the same for every caller and public anyway (GET /api/vouchers/:id shows
-// available: 0), and in a sale most requests arrive after the stock is gone; checking their
-// tokens first would cost more than everything else in the answer. A request without a bearer
-// token still hears 401. Every other claim takes the full path (seckill-claimer.ts consults the
-// flag again, with the caller known).
+// waitlist, no claim tokens) is answered SOLD_OUT in the route's first hooks, from memory, before
+// the body is parsed or validated. The answer is the same for every caller and public anyway
+// (GET /api/vouchers/:id shows available: 0), and in a sale most requests arrive after the stock
+// is gone. A claim without Idempotency-Key is answered before its bearer token's signature is
+// checked (checking it would cost more than everything else in the answer; a request without a
+// bearer token still hears 401). A claim with one may be a retry of its buyer's admission, which
+// must get its order back: it is answered after the token is verified, when the snapshot of the
+// users with idempotency records (sold-out-cache.ts) says its buyer has none. Every other claim
+// takes the full path (seckill-claimer.ts consults the flag again, with the caller known).
 import type { onRequestHookHandler } from 'fastify';
-import { soldOutError } from './errors.js';
+import { principalOf } from '../auth/guards.js';
 import { parseId } from '../id-text.js';
+import { soldOutError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
 const SOLD_OUT_BODY = JSON.stringify(soldOutError(false).toBody());
+/** The Idempotency-Key a claim may carry (the route's schema); any other goes on to be refused there. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
-export function soldOutGate(soldOut: Pick<SoldOutCache, 'soldOutForAnyone'>, onAnswer?: () => void): onRequestHookHandler {
-  return (request, reply, done) => {
-    const voucherId = parseId((request.params as { id: string }).id);
-    if (
-      voucherId !== null &&
-      request.headers['idempotency-key'] === undefined &&
-      request.headers.authorization?.startsWith('Bearer ') &&
-      soldOut.soldOutForAnyone(voucherId)
-    ) {
-      onAnswer?.();
-      void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
-      return;
-    }
-    done();
+export interface SoldOutGate {
+  /** First hook of the claim route: claims without Idempotency-Key. */
+  unkeyed: onRequestHookHandler;
+  /** After the bearer token is verified: claims with one, from buyers without an idempotency record. */
+  keyed: onRequestHookHandler;
+}
+
+export function soldOutGate(soldOut: Pick<SoldOutCache, 'soldOutForAnyone' | 'soldOutForKeyed'>, onAnswer?: () => void): SoldOutGate {
+  const voucherOf = (params: unknown) => parseId((params as { id: string }).id);
+  return {
+    unkeyed(request, reply, done) {
+      const voucherId = voucherOf(request.params);
+      if (
+        voucherId !== null &&
+        request.headers['idempotency-key'] === undefined &&
+        request.headers.authorization?.startsWith('Bearer ') &&
+        soldOut.soldOutForAnyone(voucherId)
+      ) {
+        onAnswer?.();
+        void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
+        return;
+      }
+      done();
+    },
+    keyed(request, reply, done) {
+      const key = request.headers['idempotency-key'];
+      const voucherId = voucherOf(request.params);
+      if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key) && voucherId !== null && soldOut.soldOutForKeyed(voucherId, principalOf(request).userId)) {
+        onAnswer?.();
+        void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
+        return;
+      }
+      done();
+    },
   };
 }

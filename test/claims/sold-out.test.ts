@@ -139,6 +139,28 @@ describe('sold-out fast path', () => {
     assert.equal(truth.redisStock, 0);
   });
 
+  it('when a keyed claim reaches a sold-out voucher, then its token is checked and its key read, but its body is not: the answer comes before the body is parsed', async () => {
+    const v = await createVoucher(a, { stock: 1 });
+    const first = await claim(a, v.id, 1, { idempotencyKey: 'mine-1' });
+    assert.equal(first.statusCode, 202);
+    await untilCached(a, v.id);
+    await untilCached(a, v.id, { idempotencyKey: 'k-new' }); // the snapshot of keyed users is in
+    const url = `/api/vouchers/${v.id}/orders`;
+    const post = async (headers: Record<string, string>, payload: string) =>
+      a.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload });
+    const bearer = `Bearer ${await a.token(nextUser++)}`;
+    // A body the full path refuses with 400: a stranger's keyed claim is answered before it is read.
+    const stranger = await post({ authorization: bearer, 'idempotency-key': 'k-x' }, '{"quantity": 0}');
+    assert.deepEqual([stranger.statusCode, stranger.json()], [409, { code: 'SOLD_OUT', message: 'sold out', waitlisted: false }]);
+    // What the hook does not answer goes the full path: a forged token, a key the schema refuses, the buyer with a record.
+    assert.equal((await post({ authorization: 'Bearer not.a.token', 'idempotency-key': 'k-x' }, '{}')).statusCode, 401);
+    assert.equal((await post({ authorization: bearer, 'idempotency-key': 'not a key!' }, '{}')).statusCode, 400);
+    const retry = await claim(a, v.id, 1, { idempotencyKey: 'mine-1' });
+    assert.deepEqual([retry.statusCode, retry.json().orderId], [202, first.json().orderId]);
+    await waitForDrain(a.c, v.id);
+    await assertInvariants(a.c, v.id, [first.json().orderId]);
+  });
+
   it('when a waitlist voucher is sold out and its list is full, then the answers from memory tell waiting users they wait', async () => {
     const v = await createVoucher(a, { stock: 1, waitlist: true });
     const bought = await claim(a, v.id, 20);
