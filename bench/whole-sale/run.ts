@@ -59,7 +59,7 @@ interface Side {
 
 /** Drives the plan's requests at `path`, measuring the machine and this process from the first request to `settled`. */
 async function drive(origin: string, path: string, credentials: Credentials, round: number, settled: (recorder: SaleRecorder) => Promise<void>) {
-  const plan = new RequestPlan({ buyers: BUYERS, repeatShare: 1, sameKeyShare: 0, seed: round, keyTag: `ws${round}${path.length}` });
+  const plan = new RequestPlan({ buyers: BUYERS, repeatShare: 1, sameKeyShare: 0, seed: round, keyTag: `ws${round}` });
   const recorder = new SaleRecorder(performance.now());
   const self = process.cpuUsage();
   const machine = machineBusyUs() ?? NaN;

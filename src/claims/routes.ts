@@ -6,7 +6,8 @@ import type { ClaimTokens } from './claim-tokens.js';
 import type { VoucherDirectory } from '../vouchers/directory.js';
 import type { VoucherKind } from '../infra/db/types.js';
 import type { Claimer } from './claim.js';
-import { IDEMPOTENCY_KEY_PATTERN, type SoldOutGate } from './sold-out-gate.js';
+import type { SoldOutGate } from './sold-out-gate.js';
+import { IDEMPOTENCY_KEY_PATTERN } from '../infra/redis/records.js';
 
 const ClaimBody = Type.Object(
   { quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })) },

@@ -111,7 +111,7 @@ class SoldOutFlags implements SoldOutCache {
   soldOutForKeyed(voucherId: bigint, userId: bigint): boolean {
     const flag = this.standing(voucherId);
     const keyed = flag?.anyone ? flag.snapshot?.keyed : null;
-    return keyed !== null && keyed !== undefined && !keyed.has(userId.toString());
+    return keyed ? !keyed.has(userId.toString()) : false;
   }
 
   flagged(voucherId: bigint): boolean {

@@ -8,16 +8,14 @@
 // must get its order back: it is answered after the token is verified, when the snapshot of the
 // users with idempotency records (sold-out-cache.ts) says its buyer has none. Every other claim
 // takes the full path (seckill-claimer.ts consults the flag again, with the caller known).
-import type { onRequestHookHandler } from 'fastify';
+import type { FastifyReply, onRequestHookHandler } from 'fastify';
 import { principalOf } from '../auth/guards.js';
 import { parseId } from '../id-text.js';
+import { IDEMPOTENCY_KEY } from '../infra/redis/records.js';
 import { soldOutError } from './errors.js';
 import type { SoldOutCache } from './sold-out-cache.js';
 
 const SOLD_OUT_BODY = JSON.stringify(soldOutError(false).toBody());
-/** The Idempotency-Key a claim may carry (the route's schema); any other goes on to be refused there. */
-export const IDEMPOTENCY_KEY_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
-const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 export interface SoldOutGate {
   /** First hook of the claim route: claims without Idempotency-Key. */
@@ -28,6 +26,10 @@ export interface SoldOutGate {
 
 export function soldOutGate(soldOut: Pick<SoldOutCache, 'soldOutForAnyone' | 'soldOutForKeyed'>, onAnswer?: () => void): SoldOutGate {
   const voucherOf = (params: unknown) => parseId((params as { id: string }).id);
+  const answer = (reply: FastifyReply) => {
+    onAnswer?.();
+    void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
+  };
   return {
     unkeyed(request, reply, done) {
       const voucherId = voucherOf(request.params);
@@ -37,19 +39,16 @@ export function soldOutGate(soldOut: Pick<SoldOutCache, 'soldOutForAnyone' | 'so
         request.headers.authorization?.startsWith('Bearer ') &&
         soldOut.soldOutForAnyone(voucherId)
       ) {
-        onAnswer?.();
-        void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
-        return;
+        return answer(reply);
       }
       done();
     },
     keyed(request, reply, done) {
       const key = request.headers['idempotency-key'];
       const voucherId = voucherOf(request.params);
+      // A key the route's schema refuses goes on to be refused there.
       if (typeof key === 'string' && IDEMPOTENCY_KEY.test(key) && voucherId !== null && soldOut.soldOutForKeyed(voucherId, principalOf(request).userId)) {
-        onAnswer?.();
-        void reply.code(409).type('application/json; charset=utf-8').send(SOLD_OUT_BODY);
-        return;
+        return answer(reply);
       }
       done();
     },

@@ -106,7 +106,7 @@ export function createReleaseRelay(deps: ReleaseRelayDeps): ReleaseRelay {
       quantity: row.quantity,
       promotionIds: [] as bigint[],
       queue: voucher.queue !== null,
-      ...(traceParent ? { traceParent } : {}),
+      traceParent,
     };
     if (voucher.waitlist || voucher.queue) {
       // Each promotion takes at least one unit, so `quantity` fresh ids are always enough.

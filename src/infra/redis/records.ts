@@ -65,7 +65,9 @@ export type RawEntry = [id: string, fields: string[]];
 
 const DIGITS = /^\d{1,16}$/;
 
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9_-]{1,64}$/;
+/** An Idempotency-Key as a claim may carry it (the claim route's schema) and its entry keeps it. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[A-Za-z0-9_-]{1,64}$';
+export const IDEMPOTENCY_KEY = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 const TRACE_PARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
