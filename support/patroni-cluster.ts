@@ -66,6 +66,13 @@ export interface ClusterView {
   /** HAProxy's admin socket. */
   socket: string;
   synchronous: boolean;
+  /**
+   * Who must name the synchronous standby: Patroni (its sync key, which decides whom it may promote:
+   * the default) or, after a partition's heal, PostgreSQL alone. There Patroni 3.0.2 may fail to
+   * write its sync key for good ("Synchronous replication key updated by someone else", every
+   * second) while PostgreSQL replicates synchronously all the same.
+   */
+  syncStandbyIn?: 'patroni' | 'postgres';
   /** The members in play: asked for the cluster's state, each expected to run and to stream from the leader but one. */
   members: Member[];
 }
@@ -261,8 +268,16 @@ export function stopMembersSync(members: Member[], user: SystemUser): void {
 // Timestamped lines only, without the REST API's warnings: HAProxy resets the connection of each
 // health check once it has the status, and Patroni logs a traceback for each.
 const logged = (m: Member) => (m.patroni?.lines ?? []).filter((line) => /^\d{4}-/.test(line) && !line.includes('Exception happened during processing of request'));
-/** The last lines each of `members` logged, for a failure's message. */
-export const memberLogs = (members: Member[]) => members.map((m) => `${m.name}:\n${logged(m).slice(-15).join('\n')}`).join('\n');
+/** Patroni's lines ("2026-12-06 20:16:33,124 INFO: …"), not its PostgreSQL's ("2026-12-06 20:16:33.124 UTC …"). */
+const PATRONI_LINE = /^\S+ [\d:]+,\d{3} /;
+/** The last lines each of `members` logged, Patroni's and its PostgreSQL's apart (a replica stuck on its WAL logs ten lines a second), for a failure's message. */
+export const memberLogs = (members: Member[]) =>
+  members
+    .map((m) => {
+      const lines = logged(m);
+      return `${m.name}:\n${[...lines.filter((l) => PATRONI_LINE.test(l)).slice(-12), ...lines.filter((l) => !PATRONI_LINE.test(l)).slice(-4)].join('\n')}`;
+    })
+    .join('\n');
 
 /** The leader, as the first of `members` that answers sees it. */
 export async function leaderOf(members: Member[]): Promise<ClusterMember> {
@@ -297,13 +312,20 @@ async function routedToLeaderAlone(view: ClusterView): Promise<void> {
   }, 15_000, 50);
 }
 
-/** The leader, and every other member in play streaming from it (the synchronous standby among them, in synchronous mode). */
-async function settled({ members, synchronous }: ClusterView): Promise<boolean> {
+/**
+ * Whether there is a leader and every other member in play streams from it (the synchronous standby
+ * among them, in synchronous mode), and what the cluster and the leader said.
+ */
+async function settled({ members, synchronous, syncStandbyIn = 'patroni' }: ClusterView): Promise<{ ok: boolean; seen: string }> {
   const cluster = await clusterMembers(members).catch(() => []);
+  let seen = `members: ${cluster.map((m) => `${m.name} ${m.role} ${m.state}`).join(', ') || 'none answers'}`;
   const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
-  if (!leader || (synchronous && !cluster.some((m) => m.role === 'sync_standby'))) return false;
-  const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT count(*) AS n FROM pg_stat_replication WHERE state = 'streaming'");
-  return Number(rows[0].n) === members.length - 1;
+  if (!leader) return { ok: false, seen };
+  const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, 'SELECT application_name AS name, state, sync_state FROM pg_stat_replication');
+  seen += `; ${leader.name} sends to: ${rows.map((r) => `${r.name} ${r.state} ${r.sync_state}`).join(', ') || 'nobody'}`;
+  const streaming = rows.filter((r) => r.state === 'streaming').length === members.length - 1;
+  const synced = syncStandbyIn === 'patroni' ? cluster.some((m) => m.role === 'sync_standby') : rows.some((r) => r.sync_state === 'sync');
+  return { ok: streaming && (!synchronous || synced), seen };
 }
 
 /**
@@ -311,11 +333,50 @@ async function settled({ members, synchronous }: ClusterView): Promise<boolean> 
  * nobody when the leader dies without a synchronous standby: each change waits for it.
  */
 export async function untilSettled(view: ClusterView, timeoutMs = 90_000): Promise<void> {
-  await waitFor(() => `a leader and ${view.members.length - 1} streaming replicas; the members say:\n${memberLogs(view.members)}`, async () => {
+  let seen = '';
+  await waitFor(() => `a leader and ${view.members.length - 1} streaming replicas (${seen}); the members say:\n${memberLogs(view.members)}`, async () => {
     const exited = view.members.find((m) => m.patroni!.exited);
     if (exited) throw new Error(`patroni ${exited.name} exited:\n${memberLogs(view.members)}`);
-    return settled(view).catch(() => false);
+    const state = await settled(view).catch((err: Error) => ({ ok: false, seen: err.message }));
+    seen = state.seen;
+    return state.ok;
   }, timeoutMs, 200);
+}
+
+/** What a standby logs ten times a second while its startup process retries WAL it cannot replay. */
+const RETRYING_WAL = /LOG: {2}waiting for WAL to become available/;
+
+/**
+ * Every member but the leader that is not a running standby streaming from it, reinitialised from
+ * the leader (Patroni's POST /reinitialize, what `patronictl reinit` sends). A former leader whose
+ * WAL went past the history of the leader it now follows, and that Patroni did not rewind, either
+ * fails to start ("startup process exited") or streams and retries WAL it cannot replay, forever
+ * ("record with incorrect prev-link", "invalid magic number"). A member may get there only after
+ * Patroni restarts it, so the members are looked at again while the cluster does not settle.
+ * Resolves with the names reinitialised once every member streams.
+ */
+export async function reinitializeStragglers(view: ClusterView, rounds = 3): Promise<string[]> {
+  const reinitialized: string[] = [];
+  for (let round = 1; ; round++) {
+    const cluster = await clusterMembers(view.members);
+    const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
+    if (!leader) throw new Error(`no running leader to reinitialise from; the members say:\n${memberLogs(view.members)}`);
+    const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT application_name AS name FROM pg_stat_replication WHERE state = 'streaming'");
+    const streaming = new Set(rows.map((r) => r.name as string));
+    const stuck = (m: Member) =>
+      !streaming.has(m.name) || cluster.find((c) => c.name === m.name)?.state !== 'running' || logged(m).filter((l) => !PATRONI_LINE.test(l)).slice(-2).some((l) => RETRYING_WAL.test(l));
+    for (const m of view.members.filter((m) => m.name !== leader.name && !reinitialized.includes(m.name) && stuck(m))) {
+      const response = await fetch(`http://${m.host}:${m.restPort}/reinitialize`, { method: 'POST', body: JSON.stringify({ force: true }), signal: AbortSignal.timeout(5_000) });
+      if (!response.ok) throw new Error(`${m.name} did not start reinitialising: ${response.status} ${await response.text()}`);
+      reinitialized.push(m.name);
+    }
+    try {
+      await untilSettled(view, 30_000);
+      return reinitialized;
+    } catch (err) {
+      if (round === rounds) throw err;
+    }
+  }
 }
 
 /** Settled, HAProxy routing to the leader, and the first write through it: the table writable() writes to. */

@@ -18,6 +18,7 @@ import {
   type PatroniCluster,
   memberLogs,
   patroniConfigFile,
+  reinitializeStragglers,
   query,
   startHaproxy,
   stopMembers,
@@ -45,8 +46,9 @@ export interface PatroniHosts extends Pick<PatroniCluster, 'url' | 'leader' | 's
    */
   partitionLeader(): Promise<number>;
   /**
-   * Removes the cut; resolves once every member streams from the leader (the old one rewound if need
-   * be), saying which member leads: the old leader may be the leader again (see below).
+   * Removes the cut; resolves once every member streams from the leader (rewound by Patroni, or
+   * reinitialised where Patroni left one stuck), saying which member leads: the old leader may be
+   * the leader again (see below).
    */
   heal(): Promise<string>;
 }
@@ -137,12 +139,15 @@ export async function startPatroniOnHosts({ synchronous = false }: { synchronous
       const leader = old && (await leaderOf(reachable())).name;
       await hosts!.heal();
       cut = undefined;
-      await untilSettled(view(members), 30_000); // 6 to 13 s when it works
+      // 6 to 13 s when every member rejoins by itself.
+      const healed = { ...view(members), syncStandbyIn: 'postgres' as const };
+      const reinitialized = await untilSettled(healed, 30_000).then(() => [], () => reinitializeStragglers(healed));
       // Patroni 3.0.2 (Debian 12) may take the key back: right after the heal the old leader reads its
       // own etcd member, not caught up yet (serializable reads), finds itself the leader, and renews
       // the key with an unconditional put (patroni/patroni#2689, fixed after 3.0.2).
       const now = (await leaderOf(members)).name;
-      return old && now === old.name ? `${old.name} took the leader key back from ${leader} after the heal (what ${leader} committed meanwhile lost)` : `${now} leads, ${old?.name} follows it`;
+      const led = old && now === old.name ? `${old.name} took the leader key back from ${leader} after the heal (what ${leader} committed meanwhile lost)` : `${now} leads, ${old?.name} follows it`;
+      return reinitialized.length ? `${led}; ${reinitialized.join(' and ')} reinitialised from ${now} (WAL past its history, not rewound)` : led;
     },
     stop,
   };
