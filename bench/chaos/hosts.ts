@@ -29,6 +29,17 @@ function removeOnExit(): void {
   }
 }
 
+/**
+ * A net no other test's hosts are on now (`up` first removes what was on its net): test files that
+ * make hosts run side by side. Two that choose in the same instant may still meet: 1 in 254.
+ */
+async function unusedNet(): Promise<number> {
+  const { stdout } = await exec('ip', ['netns', 'list']).catch(() => ({ stdout: '' }));
+  const taken = new Set([...stdout.matchAll(/^skh(\d+)-/gm)].map((m) => Number(m[1])));
+  const free = Array.from({ length: 254 }, (_, i) => i + 1).filter((n) => !taken.has(n));
+  return free[Math.floor(Math.random() * free.length)] ?? 1 + Math.floor(Math.random() * 254);
+}
+
 export class TestHosts {
   readonly net: number;
   readonly addresses: Record<string, string>;
@@ -38,8 +49,9 @@ export class TestHosts {
     this.addresses = addresses;
   }
 
-  static async up(hostNames: string[], net = 1 + Math.floor(Math.random() * 254)): Promise<TestHosts> {
+  static async up(hostNames: string[], net?: number): Promise<TestHosts> {
     removeOnExit();
+    net ??= await unusedNet();
     const { stdout } = await exec('bash', [SCRIPT, 'up', '--net', String(net), ...hostNames]);
     const addresses = Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(' ') as [string, string]));
     const hosts = new TestHosts(net, addresses);
