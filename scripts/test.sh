@@ -102,7 +102,7 @@ for f in test/auth/tokens.test.ts test/config.test.ts test/console/claim-rates.t
   test/webhooks/webhook-outage.test.ts test/auth/jwks-refetch.test.ts test/faults/shutdown.test.ts test/infra/redis/mutex.test.ts \
   test/infra/db/postgres-pair.test.ts test/infra/db/database-failover.test.ts test/infra/db/lost-cancellation.test.ts test/chaos/campaign-db-primary-kill.test.ts \
   test/infra/db/patroni.test.ts test/infra/db/galera.test.ts test/chaos/campaign-db-switchover.test.ts test/ops/prometheus-rules.test.ts \
-  test/chaos/patroni-hosts.test.ts test/web/console-charts.test.ts test/web/series.test.ts test/metrics/outbox-gauges.test.ts test/docs/zh-cn-docs.test.ts \
+  test/chaos/patroni-hosts.test.ts test/chaos/campaign-db-primary-partition.test.ts test/web/console-charts.test.ts test/web/series.test.ts test/metrics/outbox-gauges.test.ts test/docs/zh-cn-docs.test.ts \
   test/tracing/spans.test.ts; do
   [[ -f $f ]] || { echo "scripts/test.sh names a missing file: $f" >&2; exit 1; }
   not_on_postgres[$f]=1

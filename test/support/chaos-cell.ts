@@ -13,7 +13,7 @@ import { type CellOptions, FAULTS, type Mode, runCell } from '../../bench/chaos/
  * `database`: the replicated database of a database fault.
  */
 export function campaignCell(faultName: string, mode: Mode, { holdMs, database }: Pick<CellOptions, 'holdMs' | 'database'> = {}): void {
-  it(`${faultName} under ${mode}${database ? ` on ${database}` : ''}: the promise holds and the audit is clean`, { timeout: 170_000 }, async (ctx) => {
+  it(`${faultName} under ${mode}${database ? ` on ${database}` : ''}: the promise holds and the audit is clean`, { timeout: 240_000 }, async (ctx) => {
     const fault = FAULTS.find((f) => f.name === faultName)!;
     const result = await runCell(fault, mode, { seconds: 10, rate: 150, holdMs, database, log: (line) => ctx.diagnostic(line) });
     ctx.diagnostic(result.line);
