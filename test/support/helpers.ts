@@ -123,6 +123,16 @@ async function allSteps(steps: (() => Promise<unknown>)[]): Promise<void> {
   if (first) throw first;
 }
 
+/** A step of an app's close that runs longer fails by its name, not as the whole hook at the runner's limit. */
+const CLOSE_STEP_MS = 60_000;
+const bounded = (name: string, step: () => Promise<unknown>) => () => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`closing the test app: ${name} did not finish within ${CLOSE_STEP_MS / 1000} s`)), CLOSE_STEP_MS);
+  });
+  return Promise.race([step(), late]).finally(() => clearTimeout(timer));
+};
+
 /** `close` made to run once; every caller awaits the same promise. */
 function once(close: () => Promise<void>): () => Promise<void> {
   let closing: Promise<void> | null = null;
@@ -156,11 +166,11 @@ export async function startTestApp(
     // Every step runs even when one fails (a test that killed Redis), so nothing keeps the file's process alive.
     close: once(() =>
       allSteps([
-        ...started.reverse().map((other) => () => other.close()),
-        () => app.close(),
-        () => deleteKeys(c.redis, c.keys.pattern()),
-        () => c.close(),
-        () => dropDatabase(config.databaseUrl),
+        ...started.reverse().map((other) => bounded('an instance started on its data', () => other.close())),
+        bounded('app.close()', () => app.close()),
+        bounded('deleting its keys', () => deleteKeys(c.redis, c.keys.pattern())),
+        bounded('the container', () => c.close()),
+        bounded('dropping its database', () => dropDatabase(config.databaseUrl)),
       ]),
     ),
   };
