@@ -58,6 +58,8 @@ interface Node {
 }
 
 
+const tmpDirOf = (dir: string, node: Node) => join(dir, `${node.name}.tmp`);
+
 function nodeConfig(dir: string, node: Node, base: number): string {
   const [gcomm, ist, sst] = [1, 2, 3].map((offset) => base + node.index * PORTS_PER_NODE + offset);
   const peers = Array.from({ length: SIZE }, (_, i) => `${HOST}:${base + i * PORTS_PER_NODE + 1}`).join(',');
@@ -68,6 +70,9 @@ function nodeConfig(dir: string, node: Node, base: number): string {
   return [
     '[mysqld]',
     `datadir=${node.dataDir}`,
+    // Its own: a server starting up deletes every "#sql…" file in its tmpdir, and in /tmp those
+    // are the shared server's temporary tables, in use ("Error on delete of '/tmp/#sql-temptable…'").
+    `tmpdir=${tmpDirOf(dir, node)}`,
     `socket=${join(dir, `${node.name}.sock`)}`,
     `pid-file=${join(dir, `${node.name}.pid`)}`,
     `bind-address=${HOST}`,
@@ -211,7 +216,11 @@ export async function startGaleraCluster(): Promise<GaleraCluster> {
   };
 
   try {
-    for (const node of nodes) writeFileSync(node.config, nodeConfig(dir, node, base));
+    for (const node of nodes) {
+      writeFileSync(node.config, nodeConfig(dir, node, base));
+      mkdirSync(tmpDirOf(dir, node));
+      chownSync(tmpDirOf(dir, node), user.uid, user.gid);
+    }
     // Only the first node is initialised: the others receive its data by state transfer.
     const install = await run('mariadb-install-db', [`--defaults-file=${nodes[0]!.config}`, '--auth-root-authentication-method=normal', '--skip-test-db'], { user, cwd: dir, timeoutMs: 60_000 });
     if (install.code !== 0) throw new Error(`mariadb-install-db failed: ${install.stdout}${install.stderr}`);

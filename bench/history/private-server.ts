@@ -112,7 +112,8 @@ function mariadb(dir: string, port: number, bufferPoolMiB: number): Recipe {
     // --no-defaults: none of /etc/mysql's settings of the shared server (its datadir, port, socket);
     // the character set and name resolution it sets are set again here.
     args: [
-      '--no-defaults', `--datadir=${data}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, `--pid-file=${join(dir, 'pid')}`,
+      // --tmpdir its own: a server starting up deletes every "#sql…" file in its tmpdir, in /tmp the shared server's.
+      '--no-defaults', `--datadir=${data}`, `--tmpdir=${dir}`, `--port=${port}`, `--socket=${join(dir, 'sock')}`, `--pid-file=${join(dir, 'pid')}`,
       '--bind-address=127.0.0.1', '--skip-networking=0', '--skip-name-resolve', '--character-set-server=utf8mb4',
       '--collation-server=utf8mb4_general_ci', `--innodb-buffer-pool-size=${bufferPoolMiB}M`, ...user,
     ],
