@@ -230,7 +230,7 @@ function databaseFault(name: string, about: string, how: 'kill' | 'switchover' |
           // Each API process runs workers; the one that noticed the new server first stored the loss again.
           const counted = await Promise.all(origins.map(async (o) => /^seckill_orders_restored_total (\d+)/m.exec(await (await request(`${o}/metrics`)).body.text())?.[1]));
           const restored = counted.reduce((n, c) => n + Number(c ?? 0), 0);
-          return [kind, ...db.notes(), `a write on the new primary ${Math.round(failoverMs ?? 0)} ms after the ${how}`, ...(healed ? [healed] : []), `${restored} lost orders stored again`];
+          return [kind, ...db.notes(), `a write on the new primary ${Math.round(failoverMs ?? 0)} ms after the ${how}`, ...(healed ? [healed] : []), `${restored} lost order${restored === 1 ? '' : 's'} stored again`];
         },
         failoverMs: () => failoverMs,
         stop: async () => {
