@@ -270,14 +270,10 @@ export function stopMembersSync(members: Member[], user: SystemUser): void {
 const logged = (m: Member) => (m.patroni?.lines ?? []).filter((line) => /^\d{4}-/.test(line) && !line.includes('Exception happened during processing of request'));
 /** Patroni's lines ("2026-12-06 20:16:33,124 INFO: …"), not its PostgreSQL's ("2026-12-06 20:16:33.124 UTC …"). */
 const PATRONI_LINE = /^\S+ [\d:]+,\d{3} /;
+const postgresLines = (m: Member) => logged(m).filter((l) => !PATRONI_LINE.test(l));
 /** The last lines each of `members` logged, Patroni's and its PostgreSQL's apart (a replica stuck on its WAL logs ten lines a second), for a failure's message. */
 export const memberLogs = (members: Member[]) =>
-  members
-    .map((m) => {
-      const lines = logged(m);
-      return `${m.name}:\n${[...lines.filter((l) => PATRONI_LINE.test(l)).slice(-12), ...lines.filter((l) => !PATRONI_LINE.test(l)).slice(-4)].join('\n')}`;
-    })
-    .join('\n');
+  members.map((m) => `${m.name}:\n${[...logged(m).filter((l) => PATRONI_LINE.test(l)).slice(-12), ...postgresLines(m).slice(-4)].join('\n')}`).join('\n');
 
 /** The leader, as the first of `members` that answers sees it. */
 export async function leaderOf(members: Member[]): Promise<ClusterMember> {
@@ -301,11 +297,19 @@ export async function writable(view: ClusterView, began: number, oldPort: number
   return ms;
 }
 
+const runningLeader = (cluster: ClusterMember[]) => cluster.find((m) => m.role === 'leader' && m.state === 'running');
+
+/** Whom the leader's PostgreSQL sends WAL to, by member name (Patroni names each standby's connection after it). */
+async function standbysOf(leader: ClusterMember): Promise<{ name: string; state: string; sync_state: string }[]> {
+  const connection = { host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' };
+  return (await query(connection, 'SELECT application_name AS name, state, sync_state FROM pg_stat_replication')).rows;
+}
+
 /** HAProxy still routes to a former leader for up to `fall` checks: until then a write may land there and fail. */
 async function routedToLeaderAlone(view: ClusterView): Promise<void> {
   let seen = '';
   await waitFor(() => `HAProxy to route to the leader alone (${seen})`, async () => {
-    const leader = (await clusterMembers(view.members)).find((m) => m.role === 'leader' && m.state === 'running');
+    const leader = runningLeader(await clusterMembers(view.members));
     const status = await haproxyStatus(view.socket, 'primary');
     seen = [...status].map(([name, s]) => `${name} ${s}`).join(', ');
     return leader !== undefined && [...status].every(([name, s]) => (name === leader.name) === s.startsWith('UP'));
@@ -319,12 +323,12 @@ async function routedToLeaderAlone(view: ClusterView): Promise<void> {
 async function settled({ members, synchronous, syncStandbyIn = 'patroni' }: ClusterView): Promise<{ ok: boolean; seen: string }> {
   const cluster = await clusterMembers(members).catch(() => []);
   let seen = `members: ${cluster.map((m) => `${m.name} ${m.role} ${m.state}`).join(', ') || 'none answers'}`;
-  const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
+  const leader = runningLeader(cluster);
   if (!leader) return { ok: false, seen };
-  const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, 'SELECT application_name AS name, state, sync_state FROM pg_stat_replication');
-  seen += `; ${leader.name} sends to: ${rows.map((r) => `${r.name} ${r.state} ${r.sync_state}`).join(', ') || 'nobody'}`;
-  const streaming = rows.filter((r) => r.state === 'streaming').length === members.length - 1;
-  const synced = syncStandbyIn === 'patroni' ? cluster.some((m) => m.role === 'sync_standby') : rows.some((r) => r.sync_state === 'sync');
+  const standbys = await standbysOf(leader);
+  seen += `; ${leader.name} sends to: ${standbys.map((r) => `${r.name} ${r.state} ${r.sync_state}`).join(', ') || 'nobody'}`;
+  const streaming = standbys.filter((r) => r.state === 'streaming').length === members.length - 1;
+  const synced = syncStandbyIn === 'patroni' ? cluster.some((m) => m.role === 'sync_standby') : standbys.some((r) => r.sync_state === 'sync');
   return { ok: streaming && (!synchronous || synced), seen };
 }
 
@@ -359,12 +363,11 @@ export async function reinitializeStragglers(view: ClusterView, rounds = 3): Pro
   const reinitialized: string[] = [];
   for (let round = 1; ; round++) {
     const cluster = await clusterMembers(view.members);
-    const leader = cluster.find((m) => m.role === 'leader' && m.state === 'running');
+    const leader = runningLeader(cluster);
     if (!leader) throw new Error(`no running leader to reinitialise from; the members say:\n${memberLogs(view.members)}`);
-    const { rows } = await query({ host: leader.host, port: leader.port, user: 'postgres', database: 'postgres' }, "SELECT application_name AS name FROM pg_stat_replication WHERE state = 'streaming'");
-    const streaming = new Set(rows.map((r) => r.name as string));
+    const streaming = new Set((await standbysOf(leader)).filter((r) => r.state === 'streaming').map((r) => r.name));
     const stuck = (m: Member) =>
-      !streaming.has(m.name) || cluster.find((c) => c.name === m.name)?.state !== 'running' || logged(m).filter((l) => !PATRONI_LINE.test(l)).slice(-2).some((l) => RETRYING_WAL.test(l));
+      !streaming.has(m.name) || cluster.find((c) => c.name === m.name)?.state !== 'running' || postgresLines(m).slice(-2).some((l) => RETRYING_WAL.test(l));
     for (const m of view.members.filter((m) => m.name !== leader.name && !reinitialized.includes(m.name) && stuck(m))) {
       const response = await fetch(`http://${m.host}:${m.restPort}/reinitialize`, { method: 'POST', body: JSON.stringify({ force: true }), signal: AbortSignal.timeout(5_000) });
       if (!response.ok) throw new Error(`${m.name} did not start reinitialising: ${response.status} ${await response.text()}`);
