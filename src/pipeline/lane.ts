@@ -22,8 +22,6 @@ import type { SmallBatchGate } from './small-batch-gate.js';
 const FIRST_STORE_RETRY_MS = 100;
 const MAX_STORE_RETRY_MS = 5_000;
 const READ_RETRY_MS = 500;
-/** Beyond a blocking read's own length: how long a closing lane may take to stop before its connection is dropped. */
-const CLOSE_GRACE_MS = 2_000;
 
 type Entry = OrderEntry | MalformedEntry;
 
@@ -40,8 +38,6 @@ export class Lane {
   private readonly streams: string[];
   private clientId: number | null = null;
   private reading = false;
-  /** What the loop is doing, for a close that has to wait. */
-  private phase = 'starting';
   private lastMaintenance = -Infinity; // due at the first read
   private running: Promise<void> | null = null;
   private closing = false;
@@ -82,15 +78,6 @@ export class Lane {
     // live consumer to take over).
     if (this.clientId !== null) await this.deps.redis.client('UNBLOCK', this.clientId).catch(() => {});
     if (this.reading && (this.clientId === null || this.conn.status !== 'ready')) dropConnection(this.conn);
-    // A read the unblock missed (an id from before a reconnect) ends within its block time; past
-    // that, whatever holds the loop on this connection is cut off, so shutdown does not hang.
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.deps.options.blockMs + CLOSE_GRACE_MS)));
-    if (await Promise.race([(this.running ?? Promise.resolve()).then(() => false), late])) {
-      this.deps.log.warn({ shards: this.shards, phase: this.phase }, 'order pipeline lane still busy at close; dropping its connection');
-      dropConnection(this.conn);
-    }
-    clearTimeout(timer);
     await this.running;
     await closeConnection(this.conn);
   }
@@ -98,14 +85,11 @@ export class Lane {
   private async loop(): Promise<void> {
     while (!this.closing) {
       try {
-        this.phase = 'reading';
         const batch = await this.readBatch(this.deps.options.batchSize, this.deps.options.blockMs);
         if (batch) await this.handleInTurn(batch).finally(() => (this.oldestInHand = null));
-        this.phase = 'maintaining';
         await this.maintainWhenDue();
       } catch (err) {
         if (this.closing) break;
-        this.phase = 'recovering';
         if (await this.recover(err)) continue;
         await sleep(READ_RETRY_MS);
       }
@@ -115,11 +99,8 @@ export class Lane {
   /** A full batch now; one that is not, in the small-batch turn, filled up with what came meanwhile. */
   private async handleInTurn(batch: Entry[]): Promise<void> {
     const { batchSize } = this.deps.options;
-    this.phase = 'storing';
     if (batch.length >= batchSize) return this.handle(batch);
-    this.phase = 'waiting for the small-batch turn';
     return this.gate.run(async () => {
-      this.phase = 'storing';
       const more = this.closing ? null : await this.readBatch(batchSize - batch.length, null);
       await this.handle(more ? batch.concat(more) : batch);
     });
